@@ -1,0 +1,38 @@
+# The two commands a newcomer needs:  make demo  and  make test.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+BUILD  := build
+export KUSTOMIZE_PLUGIN_HOME := $(CURDIR)/plugins
+OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kustomization.yaml))
+
+.PHONY: venv demo build test clean
+
+# The virtual environment, rebuilt when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing tfjobgen and its test tools into $(VENV) ..."
+	@$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+venv: $(VENV)/.installed
+
+# Build every overlay with kubectl's kustomize (the tfjobgen plugin expands the jobs),
+# then say what each job became.
+build: venv
+	@mkdir -p $(BUILD)
+	@for overlay in $(OVERLAYS); do \
+	  kubectl kustomize --enable-alpha-plugins overlays/$$overlay > $(BUILD)/$$overlay.yaml || exit 1; \
+	  echo "overlays/$$overlay -> $(BUILD)/$$overlay.yaml ($$(grep -c '^kind:' $(BUILD)/$$overlay.yaml) objects)"; \
+	done
+
+demo: build
+	@for overlay in $(OVERLAYS); do \
+	  echo; echo "== $$overlay"; $(BIN)/tfjobgen summary $(BUILD)/$$overlay.yaml || exit 1; \
+	done
+
+test: venv
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(BUILD) $(VENV)

@@ -1,0 +1,192 @@
+"""The `tfjobgen` command line.
+
+    tfjobgen validate PATH...     check intents (files or folders); exit 0 valid, 1 invalid, 2 usage
+    tfjobgen render PATH...       print the objects, exactly as `kustomize build` would
+    tfjobgen schema [NAME]        print a JSON Schema (trainingjob or clusterprofile)
+    tfjobgen krm [CONFIG]         the KRM function (kustomize, kpt)
+    tfjobgen summary [FILE]       describe rendered objects (from `kustomize build`) as a table
+
+Commands of other features (run-local, hydrate, diff) live beside their code:
+each module in FEATURE_COMMANDS has `register(commands)`, which adds its
+subparser and imports nothing heavy until the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import __version__
+
+EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+FEATURE_COMMANDS: tuple[str, ...] = ()
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _files(paths: list[str]) -> list[str]:
+    """Files named, and YAML files under folders named (kustomization files excluded), sorted."""
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            for folder, subfolders, names in os.walk(path):
+                subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+                found += [os.path.join(folder, n) for n in sorted(names)
+                          if n.endswith((".yaml", ".yml")) and not n.startswith("kustomization.")]
+        elif os.path.isfile(path):
+            found.append(path)
+        else:
+            raise _UsageError(f"no such file or folder: {path}")
+    return found
+
+
+def _load_intents(paths: list[str]):
+    """Intents of every file, and problems of files that could not be read or parsed."""
+    from . import pipeline, source
+    from .problems import InvalidInput
+
+    intents, problems = [], []
+    for path in _files(paths):
+        try:
+            documents = source.parse_documents(source.read_text(path), path)
+        except InvalidInput as err:
+            problems += err.problems
+            continue
+        intents += [pipeline.Intent(d.data, path, d) for d in documents if pipeline.kind_of(d.data) == "intent"]
+    return intents, problems
+
+
+def _print_problems(problems) -> None:
+    for problem in problems:
+        print(problem.format(), file=sys.stderr)
+
+
+def cmd_validate(args) -> int:
+    from . import pipeline, repo
+    from .problems import has_errors
+
+    profile = pipeline.load_profile(args.profile)
+    intents, problems = _load_intents(args.paths)
+    for intent in intents:
+        problems += pipeline.validate(intent, profile)[1]
+    problems += pipeline.duplicates(intents)
+    problems += repo.unlisted_jobs(args.paths)
+    _print_problems(sorted(problems, key=lambda p: (p.file, p.line, p.field)))
+    errors = sum(p.is_error for p in problems)
+    if not intents and not problems:
+        print("tfjobgen: no TrainingJob found", file=sys.stderr)
+        return EXIT_INVALID
+    print(f"{len(intents)} TrainingJob(s) checked: {errors} error(s), {len(problems) - errors} warning(s)",
+          file=sys.stderr)
+    return EXIT_INVALID if has_errors(problems) else EXIT_OK
+
+
+def cmd_render(args) -> int:
+    from . import emit, pipeline
+
+    profile = pipeline.load_profile(args.profile)
+    intents, problems = _load_intents(args.paths)
+    if not intents and not problems:
+        raise _UsageError("no TrainingJob found in " + " ".join(args.paths))
+    expansion = pipeline.expand(intents, profile)
+    problems += expansion.problems
+    _print_problems(problems)
+    if any(p.is_error for p in problems):
+        return EXIT_INVALID
+    objects = emit.kustomize_order([obj for group in expansion.objects for obj in group])
+    sys.stdout.write(emit.to_json(objects) + "\n" if args.output == "json" else emit.to_yaml(objects))
+    return EXIT_OK
+
+
+def cmd_schema(args) -> int:
+    from . import schema
+
+    with open(schema.schema_path(args.name), encoding="utf-8") as handle:
+        sys.stdout.write(handle.read())
+    return EXIT_OK
+
+
+def cmd_krm(args) -> int:
+    from . import krm
+
+    return krm.main(args.config)
+
+
+def cmd_summary(args) -> int:
+    from . import describe, source
+    from .problems import InvalidInput
+
+    text = sys.stdin.read() if args.file == "-" else source.read_text(args.file, source.MAX_STREAM_BYTES)
+    try:
+        objects = [d for d in source.parse_stream(text, args.file) if isinstance(d, dict)]
+    except InvalidInput as err:
+        _print_problems(err.problems)
+        return EXIT_INVALID
+    print(describe.table_of(describe.jobs(objects)))
+    return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tfjobgen", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"tfjobgen {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    validate = commands.add_parser("validate", help="check TrainingJob files against the schema and the profile")
+    validate.add_argument("paths", nargs="+", metavar="PATH", help="files, or folders searched for *.yaml")
+    validate.add_argument("--profile", metavar="FILE", help="ClusterProfile file (default: the embedded profile)")
+    validate.set_defaults(run=cmd_validate)
+
+    render = commands.add_parser("render", help="print the Kubernetes objects the jobs become")
+    render.add_argument("paths", nargs="+", metavar="PATH")
+    render.add_argument("--profile", metavar="FILE", help="ClusterProfile file (default: the embedded profile)")
+    render.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    render.set_defaults(run=cmd_render)
+
+    schema = commands.add_parser("schema", help="print a JSON Schema")
+    schema.add_argument("name", nargs="?", default="trainingjob", choices=("trainingjob", "clusterprofile"))
+    schema.set_defaults(run=cmd_schema)
+
+    krm = commands.add_parser("krm", help="run as a KRM function (ResourceList on stdin) or kustomize plugin")
+    krm.add_argument("config", nargs="*", metavar="CONFIG",
+                     help="legacy kustomize plugin: the ClusterProfile file kustomize passes")
+    krm.set_defaults(run=cmd_krm)
+
+    summary = commands.add_parser("summary", help="table of what each job became, from rendered objects")
+    summary.add_argument("file", nargs="?", default="-", metavar="FILE", help="rendered YAML (default: stdin)")
+    summary.set_defaults(run=cmd_summary)
+
+    import importlib
+
+    for module in FEATURE_COMMANDS:
+        importlib.import_module(module).register(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .problems import InvalidInput
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["krm"] and not any(a.startswith("-") for a in argv[1:]):
+        from . import krm  # the hot path inside every kustomize build: skip argparse
+
+        return krm.main(argv[1:])
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except InvalidInput as err:
+        _print_problems(err.problems)
+        return EXIT_INVALID
+    except _UsageError as err:
+        print(f"tfjobgen: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

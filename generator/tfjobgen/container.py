@@ -1,0 +1,83 @@
+"""The training container: image, command, ports, and a restricted security context.
+
+Commands are argument lists handed to the container runtime as they are:
+tfjobgen never builds a shell string, and refuses intents that ask a shell to
+run text (`sh -c "..."`), which is how a typo or a pasted value turns into
+command injection.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model import TrainingJob
+from .problems import Problem
+from .profile import ClusterProfile
+from .tuning import RUNTIME_COMMAND
+
+CONTAINER_NAME = "tensorflow"
+SCRATCH_DIR = "/tmp"
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
+_SHELL_SYNTAX = re.compile(r"[;&|`$<>(){}\n*?~]|\s")
+
+
+def image(job: TrainingJob, profile: ClusterProfile) -> str:
+    """The image reference, pulled from the profile's registry when it names none."""
+    reference = job.image
+    if not profile.image_registry:
+        return reference
+    first = reference.split("/", 1)[0]
+    names_registry = "/" in reference and ("." in first or ":" in first or first == "localhost")
+    return reference if names_registry else f"{profile.image_registry}/{reference}"
+
+
+def command(job: TrainingJob) -> list[str]:
+    return list(job.command) if job.command is not None else list(RUNTIME_COMMAND)
+
+
+def ports(job: TrainingJob, profile: ClusterProfile) -> list[dict]:
+    """Container ports other tasks connect to (also what the NetworkPolicy opens)."""
+    result = [{"containerPort": profile.grpc_port, "name": "grpc", "protocol": "TCP"}]
+    if job.uses_star_server:
+        result.append({"containerPort": profile.seastar_port, "name": "seastar", "protocol": "TCP"})
+    if job.uses_runtime:
+        result.append({"containerPort": profile.control_port, "name": "control", "protocol": "TCP"})
+    return result
+
+
+def security_context(job: TrainingJob) -> dict:
+    """Pod Security Standards, restricted profile."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": job.read_only_root_filesystem,
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_security_context(profile: ClusterProfile) -> dict:
+    return {
+        "fsGroup": profile.fs_group,
+        "runAsGroup": profile.run_as_group,
+        "runAsNonRoot": True,
+        "runAsUser": profile.run_as_user,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def check(job: TrainingJob) -> list[Problem]:
+    if job.command is None:
+        return []
+    program = job.command[0].rsplit("/", 1)[-1]
+    if program in _SHELLS and any(arg in ("-c", "-lc", "-ec") for arg in job.command[1:] + job.args):
+        return [Problem(
+            f"'{job.command[0]} -c' runs its argument as shell code; tfjobgen only runs argument lists: "
+            "write the program and its arguments as list items, e.g. [python, train.py, --steps, '100']",
+            "spec.command")]
+    if _SHELL_SYNTAX.search(job.command[0]):
+        split = job.command[0].split()
+        return [Problem(
+            f"'{job.command[0]}' looks like a shell command line, but it is run as one program name: "
+            f"split it into list items, e.g. {split + list(job.command[1:])}", "spec.command[0]")]
+    return []

@@ -1,0 +1,179 @@
+"""The KRM function: expands every TrainingJob among the items it is given.
+
+Two calling conventions, one behaviour:
+
+- KRM Functions Specification (kpt, `kustomize build --enable-exec`): a
+  ResourceList on stdin, a ResourceList on stdout, `functionConfig` is the
+  ClusterProfile (absent: the embedded default).
+- kustomize legacy exec plugin (`kubectl kustomize --enable-alpha-plugins`):
+  argv[1] is the ClusterProfile file, stdin the build's objects as a YAML
+  stream, stdout the transformed stream.
+
+It is a transformer, not a generator: intents are ordinary resources of the
+build and are replaced by what they expand to. If the function does not run
+(kustomize without --enable-exec skips exec functions silently), the intents
+come out unchanged and `kubectl apply` fails loudly on the unknown kind,
+instead of an empty set that Argo CD would prune against.
+
+Errors: a `results` entry per problem and exit code 1 (kustomize ignores
+results, not exit codes); the same problems go to stderr, one per line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from . import emit, locate, pipeline, source
+from .pipeline import Intent
+from .problems import ERROR, InvalidInput, Problem, has_errors
+
+_DOC_SPLIT = re.compile(r"^---[ \t]*$\n?", re.MULTILINE)
+# A cheap test on kustomize's canonical YAML (top-level keys start a line) before parsing.
+_LOOKS_OURS = re.compile(r"^(kind: *TrainingJob|apiVersion: *[\"']?tfjobgen\.dev/)", re.MULTILINE)
+_PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
+
+
+def _intent(item: dict) -> Intent:
+    annotations = (item.get("metadata") or {}).get("annotations") or {}
+    path = next((annotations[k] for k in _PATH_ANNOTATIONS if k in annotations), "")
+    return Intent(item, file=path)
+
+
+def _with_sources(intents: list[Intent], problems: list[Problem], root: str) -> list[Problem]:
+    """Point each problem at the file and line the user wrote, found by walking the kustomization."""
+    unplaced = [p for p in problems if not p.line]
+    if not unplaced:
+        return problems
+    sources = locate.find_intents(root)
+    placed = []
+    for problem in problems:
+        ref = problem.ref
+        found = sources.get((ref.namespace, ref.name)) if ref else None
+        if found is None and ref:
+            by_name = [v for (ns, name), v in sources.items() if name == ref.name]
+            found = by_name[0] if len(by_name) == 1 else None
+        if found and not problem.line:
+            file, document = found
+            problem = Problem(problem.message, problem.field, problem.severity, file,
+                              document.line_of(problem.field), ref)
+        placed.append(problem)
+    return placed
+
+
+def _expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
+    """Replace each intent among `items` by its objects; everything else passes through untouched."""
+    positions = [i for i, item in enumerate(items) if pipeline.kind_of(item) == "intent"]
+    intents = [_intent(items[i]) for i in positions]
+    if not intents and not profile.allow_no_jobs:
+        return items, [Problem(
+            f"no TrainingJob among the {len(items)} objects of this build; refusing to emit a set without jobs "
+            "(Argo CD would prune every running job). Set allowNoJobs: true in the ClusterProfile if that "
+            "is what you mean")]
+    expansion = pipeline.expand(intents, profile)
+    problems = expansion.problems
+    if expansion.ok:
+        taken = set(positions)
+        others = [item for i, item in enumerate(items) if i not in taken]
+        problems += pipeline.collisions(expansion.objects, intents, others)
+    if has_errors(problems):
+        return items, _with_sources(intents, problems, root)
+    replacement = dict(zip(positions, expansion.objects))
+    result = []
+    for i, item in enumerate(items):
+        result.extend(replacement.get(i, [item]))
+    return result, problems
+
+
+def _result(problem: Problem) -> dict:
+    entry: dict = {"message": problem.message, "severity": problem.severity}
+    if problem.ref:
+        ref = problem.ref
+        entry["resourceRef"] = {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name}
+        if ref.namespace:
+            entry["resourceRef"]["namespace"] = ref.namespace
+        if problem.field:
+            entry["field"] = {"path": problem.field}
+    if problem.file:
+        entry["file"] = {"path": problem.file}
+    if problem.line:
+        entry["tags"] = {"line": str(problem.line)}
+    return entry
+
+
+def _report(problems: list[Problem], stderr) -> None:
+    for problem in problems:
+        print(problem.format(), file=stderr)
+    errors = sum(p.severity == ERROR for p in problems)
+    if errors:
+        print(f"tfjobgen: {errors} error(s); nothing was generated", file=stderr)
+
+
+def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int]:
+    """KRM: ResourceList in, ResourceList out (as JSON, which is YAML)."""
+    try:
+        documents = source.parse_stream(text, "<stdin>")
+        if len(documents) != 1 or not isinstance(documents[0], dict) or documents[0].get("kind") != "ResourceList":
+            raise InvalidInput([Problem("expected one ResourceList (config.kubernetes.io/v1) on stdin")])
+        resource_list = documents[0]
+        items = resource_list.get("items") or []
+        if not isinstance(items, list):
+            raise InvalidInput([Problem("ResourceList.items must be a list")])
+        config = resource_list.get("functionConfig")
+        profile = pipeline.profile_from(config) if config else pipeline.load_profile(None)
+    except InvalidInput as err:
+        _report(err.problems, stderr)
+        return emit.to_json({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [],
+                             "results": [_result(p) for p in err.problems]}) + "\n", 1
+    items, problems = _expand_items(items, profile, root)
+    _report(problems, stderr)
+    output = {"apiVersion": resource_list.get("apiVersion", "config.kubernetes.io/v1"), "kind": "ResourceList",
+              "items": items}
+    if config:
+        output["functionConfig"] = config
+    if problems:
+        output["results"] = [_result(p) for p in problems]
+    return emit.to_json(output) + "\n", 1 if has_errors(problems) else 0
+
+
+def run_legacy_plugin(config_path: str, text: str, root: str, stderr=sys.stderr) -> tuple[str, int]:
+    """kustomize exec plugin: objects as a YAML stream in and out; only intents are parsed."""
+    try:
+        profile = pipeline.load_profile(config_path)
+        chunks = [c for c in _DOC_SPLIT.split(text) if c.strip()]
+        items: list = []
+        for chunk in chunks:
+            if _LOOKS_OURS.search(chunk):
+                items.extend(source.parse_stream(chunk, "<stdin>"))
+            else:
+                items.append(chunk)  # passed through as text, unparsed
+    except InvalidInput as err:
+        _report(err.problems, stderr)
+        return "", 1
+    expanded, problems = _expand_items(items, profile, root)
+    _report(problems, stderr)
+    if has_errors(problems):
+        return "", 1
+    out = []
+    for item in expanded:
+        out.append("---\n" + (item if isinstance(item, str) else emit.to_json(item) + "\n"))
+    return "".join(out), 0
+
+
+def main(argv: list[str]) -> int:
+    """`tfjobgen krm [CONFIG]`: CONFIG given means the legacy plugin convention."""
+    raw = sys.stdin.buffer.read(source.MAX_STREAM_BYTES + 1)
+    root = os.environ.get("KUSTOMIZE_PLUGIN_CONFIG_ROOT") or os.getcwd()
+    try:
+        text = source.decode(raw, "<stdin>")
+    except InvalidInput as err:
+        _report(err.problems, sys.stderr)
+        return 1
+    if argv:
+        output, code = run_legacy_plugin(argv[0], text, root)
+    else:
+        output, code = run_resource_list(text, root)
+    sys.stdout.write(output)
+    return code
+

@@ -1,0 +1,55 @@
+"""Find where an intent was written, for error messages from inside `kustomize build`.
+
+kustomize hands a transformer the objects, not their files. When (and only
+when) an intent has errors, we walk the kustomization that ran us, following
+its local `resources:`, to find the file and line the user should edit.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import source
+from .problems import InvalidInput
+
+_KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+def _resources(directory: str) -> list[str]:
+    for name in _KUSTOMIZATION_FILES:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            try:
+                documents = source.parse_documents(source.read_text(path), path)
+            except InvalidInput:
+                return []
+            data = documents[0].data if documents and isinstance(documents[0].data, dict) else {}
+            entries = [e for key in ("resources", "components") for e in (data.get(key) or [])]
+            return [os.path.normpath(os.path.join(directory, e)) for e in entries
+                    if isinstance(e, str) and "://" not in e and not e.startswith("github.com/")]
+    return []
+
+
+def find_intents(root: str, limit: int = 2000) -> dict[tuple[str, str], tuple[str, source.Document]]:
+    """(namespace, name) -> (file relative to the working directory, document) for every TrainingJob under root."""
+    found: dict[tuple[str, str], tuple[str, source.Document]] = {}
+    pending, seen = [os.path.abspath(root)], set()
+    while pending and len(seen) < limit:
+        path = pending.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        if os.path.isdir(path):
+            pending.extend(reversed(_resources(path)))
+            continue
+        try:
+            documents = source.parse_documents(source.read_text(path), path)
+        except InvalidInput:
+            continue
+        for document in documents:
+            data = document.data if isinstance(document.data, dict) else {}
+            meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+            if data.get("kind") == "TrainingJob":
+                key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+                found.setdefault(key, (os.path.relpath(path), document))
+    return found

@@ -1,0 +1,152 @@
+"""The TrainingJob intent as typed values.
+
+Built only from a document that passed the schema and got its defaults, so
+nothing here re-checks types or supplies defaults: the meaning of each field
+and its default live in schemas/trainingjob.schema.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from . import quantity
+
+API_VERSION = "tfjobgen.dev/v1alpha1"
+KIND = "TrainingJob"
+# Roles in the order every listing uses (TF_CONFIG, endpoint map, objects).
+ROLE_ORDER = ("chief", "evaluator", "ps", "worker")
+STAR_SERVER_PROTOCOLS = ("star_server", "star_server_lite")
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str  # ps | worker | chief | evaluator
+    replicas: int
+    cpu: Fraction  # cores requested
+    cpu_limit: Fraction | None  # qos shared only; None means no limit
+    memory: Fraction  # bytes
+    memory_text: str  # as written, e.g. "4Gi"
+    intra_op: int | None  # explicit thread-pool sizes, None = derive from CPUs
+    inter_op: int | None
+    env: tuple[dict, ...]
+
+
+@dataclass(frozen=True)
+class Topology:
+    mode: str  # colocated | isolated | spread | none
+    workers_per_server: int
+    spread: str  # preferred | required
+    spread_weight: int
+    node_pools: dict[str, str]  # role -> profile pool name
+
+
+@dataclass(frozen=True)
+class StarServer:
+    worker_polling: bool
+    ps_polling: bool
+    ps_network_cores: int | None  # None = derive
+    worker_network_cores: int | None
+    pin_ps_cores: bool
+    pin_worker_cores: bool
+
+    @property
+    def customized(self) -> bool:
+        """True when any setting differs from the schema's defaults."""
+        return self != StarServer(False, False, None, None, False, False)
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    image: str
+    command: tuple[str, ...] | None  # None = tfjobgen's runtime
+    args: tuple[str, ...]
+    env: tuple[dict, ...]
+    api: str  # tf2 | tf1
+    protocol: str
+    backend: str
+    qos: str  # cpuset | shared
+    roles: dict[str, Role]  # present roles only, in ROLE_ORDER
+    topology: Topology
+    star_server: StarServer
+    backoff_limit_per_task: int
+    active_deadline_seconds: int | None
+    service_account: str | None
+    read_only_root_filesystem: bool
+    training: dict[str, Any]
+
+    @property
+    def uses_star_server(self) -> bool:
+        return self.protocol in STAR_SERVER_PROTOCOLS
+
+    @property
+    def uses_runtime(self) -> bool:
+        """True when pods run tfjobgen's own training runtime."""
+        return self.command is None
+
+    @property
+    def task_count(self) -> int:
+        return sum(role.replicas for role in self.roles.values())
+
+
+def _role(name: str, spec: dict) -> Role:
+    threads = spec.get("threads", {})
+    cpu_limit = spec.get("cpuLimit")
+    return Role(
+        name=name,
+        replicas=spec["replicas"],
+        cpu=quantity.parse(spec["cpu"]),
+        cpu_limit=quantity.parse(cpu_limit) if cpu_limit is not None else None,
+        memory=quantity.parse(spec["memory"]),
+        memory_text=quantity.memory_text(spec["memory"]),
+        intra_op=threads.get("intraOp"),
+        inter_op=threads.get("interOp"),
+        env=tuple(spec.get("env", ())),
+    )
+
+
+def training_job(document: dict) -> TrainingJob:
+    """Typed view of a schema-valid TrainingJob with defaults filled in."""
+    meta, spec = document["metadata"], document["spec"]
+    topology, star = spec["topology"], spec["starServer"]
+    protocol = spec["protocol"]
+    return TrainingJob(
+        name=meta["name"],
+        namespace=meta["namespace"],
+        labels=dict(meta.get("labels", {})),
+        annotations=dict(meta.get("annotations", {})),
+        image=spec["image"],
+        command=tuple(spec["command"]) if "command" in spec else None,
+        args=tuple(spec["args"]),
+        env=tuple(spec["env"]),
+        api=spec.get("api") or ("tf1" if protocol in STAR_SERVER_PROTOCOLS else "tf2"),
+        protocol=protocol,
+        backend=spec["backend"],
+        qos=spec["qos"],
+        roles={name: _role(name, spec["roles"][name]) for name in ROLE_ORDER if name in spec["roles"]},
+        topology=Topology(
+            mode=topology["mode"],
+            workers_per_server=topology["workersPerServer"],
+            spread=topology["spread"],
+            spread_weight=topology["spreadWeight"],
+            node_pools=dict(topology["nodePools"]),
+        ),
+        star_server=StarServer(
+            worker_polling=star["workerPolling"],
+            ps_polling=star["psPolling"],
+            ps_network_cores=star.get("psNetworkCores"),
+            worker_network_cores=star.get("workerNetworkCores"),
+            pin_ps_cores=star["pinPsCores"],
+            pin_worker_cores=star["pinWorkerCores"],
+        ),
+        backoff_limit_per_task=spec["failurePolicy"]["backoffLimitPerTask"],
+        active_deadline_seconds=spec["failurePolicy"].get("activeDeadlineSeconds"),
+        service_account=spec.get("serviceAccountName"),
+        read_only_root_filesystem=spec["readOnlyRootFilesystem"],
+        training=spec["training"],
+    )

@@ -1,0 +1,66 @@
+"""Every name a job's objects and pods get, and the DNS rules they must obey.
+
+One scheme for all backends' pods: task i of role r is `<job>-<r>-<i>`, in the
+job's headless Service `<job>`, so its address is
+`<job>-<r>-<i>.<job>.<namespace>.svc.<clusterDomain>:<port>`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model import TrainingJob
+from .problems import Problem
+from .profile import ClusterProfile
+
+DNS_LABEL_MAX = 63
+_DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def service(job: TrainingJob) -> str:
+    """The headless Service, also every pod's subdomain."""
+    return job.name
+
+
+def cluster_config(job: TrainingJob) -> str:
+    """ConfigMap with the TF cluster spec (and StarServer's endpoint map)."""
+    return f"{job.name}-cluster"
+
+
+def network_policy(job: TrainingJob) -> str:
+    return job.name
+
+
+def role_workload(job: TrainingJob, role: str) -> str:
+    """An Indexed Job running all tasks of a role; Kubernetes names its pods' hosts `<this>-<i>`."""
+    return f"{job.name}-{role}"
+
+
+def task(job: TrainingJob, role: str, index: int) -> str:
+    """A task's hostname, and the name of its own Job when it has one."""
+    return f"{job.name}-{role}-{index}"
+
+
+def task_address(job: TrainingJob, profile: ClusterProfile, role: str, index: int, port: int) -> str:
+    return f"{task(job, role, index)}.{service(job)}.{job.namespace}.svc.{profile.cluster_domain}:{port}"
+
+
+def check(job: TrainingJob) -> list[Problem]:
+    """The longest generated name must fit a DNS label (pod hostnames, Job and label values)."""
+    longest = max(
+        (task(job, role.name, role.replicas - 1) for role in job.roles.values()),
+        key=len,
+    )
+    longest = max(longest, cluster_config(job), key=len)
+    if len(longest) <= DNS_LABEL_MAX:
+        return []
+    room = DNS_LABEL_MAX - (len(longest) - len(job.name))
+    return [Problem(
+        f"'{job.name}' makes the generated name '{longest}' {len(longest)} characters long; "
+        f"Kubernetes allows {DNS_LABEL_MAX}: shorten the name to at most {room} characters",
+        "metadata.name",
+    )]
+
+
+def is_dns_label(text: str) -> bool:
+    return len(text) <= DNS_LABEL_MAX and bool(_DNS_1123_LABEL.match(text))

@@ -1,0 +1,165 @@
+"""The pipeline, in one place: load -> validate -> plan -> render -> emit.
+
+    intents --validate--> TrainingJob --plan--> JobPlan --render--> objects --emit--> YAML / JSON
+
+Loading and emitting are I/O and live at the edges (cli.py, krm.py); the
+middle is pure: the same intents and profile always give the same objects.
+Nothing is emitted when any intent has an error, so a bad pull request never
+produces a partial set of objects that Argo CD could prune against.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import backends, container, model, names, plan, qos, schema, source, topology, tuning
+from .problems import Problem, ResourceRef, has_errors
+from .profile import KIND as PROFILE_KIND
+from .profile import ClusterProfile, cluster_profile, default_profile
+
+GROUP = model.API_VERSION.split("/")[0]
+
+
+# ---- load -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Intent:
+    """A TrainingJob document as it arrived: from a file (with lines) or from a ResourceList."""
+
+    data: Any
+    file: str = ""
+    document: source.Document | None = None
+
+    @property
+    def ref(self) -> ResourceRef:
+        data = self.data if isinstance(self.data, dict) else {}
+        meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        return ResourceRef(str(data.get("apiVersion", "")), str(data.get("kind", "")),
+                           str(meta.get("name", "")), str(meta.get("namespace", "")))
+
+    def locate(self, problem: Problem) -> Problem:
+        line = self.document.line_of(problem.field) if self.document else 0
+        return problem.located(self.file, line, self.ref)
+
+
+def kind_of(document: Any) -> str:
+    """'intent', 'profile' or 'other' for one parsed document."""
+    if not isinstance(document, dict):
+        return "other"
+    api_version, kind = str(document.get("apiVersion", "")), document.get("kind")
+    ours = api_version.split("/")[0] == GROUP
+    if ours and kind == PROFILE_KIND:
+        return "profile"
+    if kind == model.KIND or ours:
+        return "intent"  # a wrong version or kind of ours is reported by the schema
+    return "other"
+
+
+def load_profile(path: str | None) -> ClusterProfile:
+    """The profile in `path` (its only ClusterProfile document), or the embedded default."""
+    if path is None:
+        return default_profile()
+    documents = source.parse_documents(source.read_text(path), path)
+    found = [d for d in documents if kind_of(d.data) == "profile"]
+    if len(found) != 1:
+        raise source.InvalidInput([Problem(
+            f"expected one {PROFILE_KIND} (apiVersion {model.API_VERSION}), found {len(found)}", file=path)])
+    return profile_from(found[0].data, path, found[0])
+
+
+def profile_from(data: dict, file: str = "", document: source.Document | None = None) -> ClusterProfile:
+    problems = schema.check(data, schema.CLUSTER_PROFILE)
+    if problems:
+        raise source.InvalidInput([
+            p.located(file, document.line_of(p.field) if document else 0,
+                      ResourceRef(model.API_VERSION, PROFILE_KIND, str(data.get("metadata", {}).get("name", ""))))
+            for p in problems])
+    return cluster_profile(data)
+
+
+# ---- validate ---------------------------------------------------------------
+
+def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob | None, list[Problem]]:
+    """The typed job (None when it has errors) and every problem found, located in its file."""
+    problems = schema.check(intent.data, schema.TRAINING_JOB)
+    if problems:
+        return None, [intent.locate(p) for p in problems]
+    job = model.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
+    for check in (names.check, container.check):
+        problems += check(job)
+    for check in (qos.check, topology.check, tuning.check):
+        problems += check(job, profile)
+    problems = [intent.locate(p) for p in problems]
+    return (None if has_errors(problems) else job), problems
+
+
+def duplicates(intents: list[Intent]) -> list[Problem]:
+    first: dict[tuple[str, str], Intent] = {}
+    problems = []
+    for intent in intents:
+        ref = intent.ref
+        key = (ref.namespace, ref.name)
+        if key in first:
+            other = first[key]
+            where = f"{other.file}:{other.document.start_line}" if other.file and other.document else other.file
+            problems.append(intent.locate(Problem(
+                f"TrainingJob {ref.namespace}/{ref.name} is defined twice" + (f" (also in {where})" if where else "")
+                + ": job names must be unique per namespace", "metadata.name")))
+        else:
+            first[key] = intent
+    return problems
+
+
+# ---- plan, render -------------------------------------------------------------
+
+@dataclass
+class Expansion:
+    """What a set of intents became: objects per intent (empty lists when anything failed)."""
+
+    objects: list[list[dict]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.problems)
+
+
+def expand(intents: list[Intent], profile: ClusterProfile) -> Expansion:
+    """Validate every intent, then plan and render them all, or nothing if any has an error."""
+    jobs, problems = [], []
+    for intent in intents:
+        job, found = validate(intent, profile)
+        jobs.append(job)
+        problems += found
+    problems += duplicates(intents)
+    if has_errors(problems):
+        return Expansion([[] for _ in intents], _sorted(problems))
+    objects = [backends.render(plan.build(job, profile)) for job in jobs]
+    return Expansion(objects, _sorted(problems))
+
+
+def collisions(expanded: list[list[dict]], intents: list[Intent], others: list[dict]) -> list[Problem]:
+    """Generated objects that share a kind, namespace and name with another object of the build."""
+    owner: dict[tuple, str] = {}
+    for item in others:
+        owner.setdefault(_identity(item), "an object already in the build")
+    problems = []
+    for intent, objects in zip(intents, expanded):
+        for obj in objects:
+            key = _identity(obj)
+            if key in owner:
+                problems.append(intent.locate(Problem(
+                    f"generates {key[0]} {key[1]}/{key[2]}, which {owner[key]} also defines", "metadata.name")))
+            owner.setdefault(key, f"TrainingJob {intent.ref.namespace}/{intent.ref.name}")
+    return problems
+
+
+def _identity(obj: Any) -> tuple:
+    meta = obj.get("metadata", {}) if isinstance(obj, dict) else {}
+    meta = meta if isinstance(meta, dict) else {}
+    return (obj.get("kind", "") if isinstance(obj, dict) else "", meta.get("namespace", ""), meta.get("name", ""))
+
+
+def _sorted(problems: list[Problem]) -> list[Problem]:
+    return sorted(problems, key=lambda p: (p.file, p.line, p.field, p.message))

@@ -1,0 +1,78 @@
+"""What goes wrong with an input, said so a person can fix it.
+
+Every check in tfjobgen returns Problems instead of raising: the CLI prints
+them as `file:line: field: message`, the KRM function turns them into
+`results`. A Problem names the field in the same dotted form both use
+(`spec.roles.worker.cpu`, `spec.env[2].name`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class ResourceRef:
+    """Which object a problem is about (the KRM `resourceRef`)."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str = ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    message: str
+    field: str = ""  # dotted path inside the object, "" for the object as a whole
+    severity: str = ERROR
+    file: str = ""  # path as the user knows it, "" when unknown
+    line: int = 0  # 1-based, 0 when unknown
+    ref: ResourceRef | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == ERROR
+
+    def located(self, file: str, line: int, ref: ResourceRef | None = None) -> Problem:
+        """The same problem, placed in a file (keeps what is already known)."""
+        return replace(
+            self,
+            file=self.file or file,
+            line=self.line or line,
+            ref=self.ref or ref,
+        )
+
+    def format(self) -> str:
+        """One line: `file:line: [warning: ]field: message`."""
+        where = self.file or (f"{self.ref.kind} {self.ref.namespace}/{self.ref.name}" if self.ref else "")
+        if where and self.line:
+            where = f"{where}:{self.line}"
+        parts = [p for p in (where, "warning" if self.severity == WARNING else "", self.field) if p]
+        return ": ".join(parts + [self.message])
+
+
+class InvalidInput(Exception):
+    """Raised at an I/O edge when input cannot be used at all; carries the problems."""
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__("\n".join(p.format() for p in problems))
+        self.problems = problems
+
+
+def field_path(*parts: str | int) -> str:
+    """('spec', 'env', 2, 'name') -> 'spec.env[2].name'."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def has_errors(problems: list[Problem]) -> bool:
+    return any(p.is_error for p in problems)

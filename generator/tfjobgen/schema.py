@@ -1,0 +1,179 @@
+"""The JSON Schemas in schemas/: loading, validating, and filling in defaults.
+
+The schemas are the single source of truth for the intent and the profile:
+editors and pre-commit read the same files. jsonschema's own messages are
+written for schema authors ("'replica' does not match any of the regexes"), so
+`check` rewrites each error into what is wrong and what would be right.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import functools
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .problems import Problem, field_path
+
+TRAINING_JOB = "trainingjob"
+CLUSTER_PROFILE = "clusterprofile"
+
+
+def _schema_dir() -> Path:
+    """schemas/ inside an installed wheel, else the repository's own schemas/ (editable install)."""
+    packaged = Path(str(resources.files("tfjobgen"))) / "schemas"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "schemas"
+
+
+@functools.cache
+def load(name: str) -> dict:
+    with open(_schema_dir() / f"{name}.schema.json", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def schema_path(name: str) -> Path:
+    return _schema_dir() / f"{name}.schema.json"
+
+
+@functools.cache
+def _validator(name: str):
+    import jsonschema  # deferred: only paid for when something is validated
+
+    return jsonschema.Draft202012Validator(load(name))
+
+
+def check(document: Any, name: str) -> list[Problem]:
+    """Every schema violation in `document`, one Problem per field, in document order."""
+    problems: dict[str, Problem] = {}
+    for error in _validator(name).iter_errors(document):
+        for leaf in _leaves(error):
+            problem = _explain(leaf, load(name))
+            problems.setdefault(problem.field + problem.message, problem)
+    return sorted(problems.values(), key=lambda p: p.field)
+
+
+def with_defaults(document: dict, name: str) -> dict:
+    """A copy of a valid `document` with every schema default filled in."""
+    root = load(name)
+    result = copy.deepcopy(document)
+    _fill(result, root, root)
+    return result
+
+
+def _resolve(subschema: dict, root: dict) -> dict:
+    """Merge a local `$ref` target with the keywords written beside it."""
+    if "$ref" not in subschema:
+        return subschema
+    target = root
+    for part in subschema["$ref"].removeprefix("#/").split("/"):
+        target = target[part]
+    merged = dict(_resolve(target, root))
+    for key, value in subschema.items():
+        if key == "properties":
+            merged["properties"] = {**merged.get("properties", {}), **value}
+        elif key != "$ref":
+            merged[key] = value
+    return merged
+
+
+def _fill(value: Any, subschema: dict, root: dict) -> None:
+    subschema = _resolve(subschema, root)
+    if isinstance(value, dict):
+        for key, prop in subschema.get("properties", {}).items():
+            prop = _resolve(prop, root)
+            if key not in value and "default" in prop:
+                value[key] = copy.deepcopy(prop["default"])
+            if key in value:
+                _fill(value[key], prop, root)
+        extra = subschema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in value.keys() - subschema.get("properties", {}).keys():
+                _fill(value[key], extra, root)
+    elif isinstance(value, list) and isinstance(subschema.get("items"), dict):
+        for item in value:
+            _fill(item, subschema["items"], root)
+
+
+def _leaves(error):
+    """The most specific errors: for `not`/`anyOf` wrappers, their causes; else the error itself."""
+    if error.context:
+        for sub in error.context:
+            yield from _leaves(sub)
+    else:
+        yield error
+
+
+def _schema_at(root: dict, schema_path) -> dict:
+    """The subschema that owns the failing keyword (resolving $refs on the way)."""
+    node: Any = root
+    for part in list(schema_path)[:-1]:
+        if part == "$ref":
+            node = _resolve({"$ref": node["$ref"]}, root)
+        else:
+            node = node[part]
+    return _resolve(node, root) if isinstance(node, dict) else {}
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_JSON_TYPES = {dict: "a mapping", list: "a list", str: "text", bool: "true/false", int: "a whole number",
+               float: "a number", type(None): "empty (null)"}
+_TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "text", "boolean": "true or false",
+               "integer": "a whole number", "number": "a number"}
+
+
+def _explain(error, root: dict) -> Problem:
+    path = list(error.absolute_path)
+    owner = _schema_at(root, error.absolute_schema_path)
+    hint = owner.get("x-hint")
+    keyword = error.validator
+    value = error.instance
+
+    if keyword == "additionalProperties":
+        allowed = sorted(owner.get("properties", {}))
+        known = set(owner.get("properties", {}))
+        unknown = [key for key in value if key not in known] if isinstance(value, dict) else []
+        key = unknown[0] if unknown else "?"
+        close = difflib.get_close_matches(key, allowed, n=1)
+        suggestion = f"; did you mean '{close[0]}'?" if close else ""
+        return Problem(f"unknown field '{key}'{suggestion} (allowed here: {', '.join(allowed)})",
+                       field_path(*path, key))
+    if keyword == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else "?"
+        return Problem(f"missing required field '{missing}'", field_path(*path, missing))
+    if keyword == "enum":
+        options = ", ".join(str(o) for o in error.validator_value)
+        close = difflib.get_close_matches(str(value), [str(o) for o in error.validator_value], n=1)
+        suggestion = f"; did you mean '{close[0]}'?" if close else ""
+        return Problem(f"{_show(value)} is not allowed{suggestion} (one of: {options})", field_path(*path))
+    if keyword == "const":
+        return Problem(f"must be {_show(error.validator_value)}, not {_show(value)}", field_path(*path))
+    if keyword == "type":
+        wanted = error.validator_value
+        wanted = [wanted] if isinstance(wanted, str) else wanted
+        names = " or ".join(_TYPE_NAMES.get(w, w) for w in wanted)
+        got = _JSON_TYPES.get(type(value), type(value).__name__)
+        text = f"must be {names}, not {got} {_show(value)}" if not isinstance(value, (dict, list)) else \
+            f"must be {names}, not {got}"
+        return Problem(text + (f" ({hint})" if hint else ""), field_path(*path))
+    if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        relation = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than",
+                    "exclusiveMaximum": "less than"}[keyword]
+        return Problem(f"{_show(value)} is out of range: must be {relation} {error.validator_value}",
+                       field_path(*path))
+    if keyword in ("pattern", "not"):
+        return Problem(f"{_show(value)} is not valid" + (f": expected {hint}" if hint else ""), field_path(*path))
+    if keyword in ("minItems", "minLength", "minProperties"):
+        return Problem("must not be empty" if error.validator_value == 1 else error.message, field_path(*path))
+    if keyword in ("maxLength", "maxItems", "maxProperties"):
+        return Problem(f"is too long: at most {error.validator_value}" +
+                       (" entry" if keyword == "maxProperties" else ""), field_path(*path))
+    return Problem(error.message, field_path(*path))

@@ -1,0 +1,196 @@
+"""Reading YAML input safely, with the line of every field.
+
+Intents come from pull requests, so the reader is defensive: files are size
+capped, anchors/aliases are refused (no "billion laughs"), nesting is bounded
+before libyaml's recursive composer could overflow the C stack, and duplicate
+keys are errors instead of silently keeping the last one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .problems import InvalidInput, Problem, field_path
+from .yamlstyle import STR_TAG, Loader, plain_scalar_value
+
+MAX_FILE_BYTES = 1 << 20  # an intent or profile is a few hundred bytes; 1 MiB is generous
+MAX_STREAM_BYTES = 512 << 20  # a whole build handed to the KRM function
+MAX_DEPTH = 64  # Kubernetes objects nest about 12 deep
+_SAFE_FOR_LIBYAML = 2000  # libyaml's composer recurses per level; it crashed near 100k here
+
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float")}
+
+
+@dataclass(frozen=True)
+class Document:
+    """One YAML document of a file, with where each field was written."""
+
+    data: Any
+    source: str  # the path as the user gave it
+    index: int  # position among the file's documents, from 0
+    start_line: int
+    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def line_of(self, path: str) -> int:
+        """Line of `path`, or of its nearest written parent (a missing field points at its parent)."""
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            cut = max(path.rfind("."), path.rfind("["))
+            path = path[:cut] if cut > 0 else ""
+        return self.start_line
+
+
+def read_text(path: str, limit: int = MAX_FILE_BYTES) -> str:
+    """A file's text, refusing huge or non-UTF-8 files with a clear problem."""
+    try:
+        size = os.stat(path).st_size
+        if size > limit:
+            raise InvalidInput([Problem(
+                f"file is {size / (1 << 20):.1f} MiB; inputs are limited to {limit >> 20} MiB", file=path)])
+        with open(path, "rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as err:
+        raise InvalidInput([Problem(f"cannot read: {err.strerror}", file=path)]) from None
+    return decode(raw, path)
+
+
+def decode(raw: bytes, source: str) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise InvalidInput([Problem("not UTF-8 text", file=source, line=line)]) from None
+
+
+def parse_documents(text: str, source: str) -> list[Document]:
+    """Every non-empty document of `text`, each with its field-to-line map."""
+    _refuse_deep_nesting(text, source)
+    loader = Loader(text)
+    documents: list[Document] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            builder = _Builder(source)
+            data = builder.build(node, (), 0)
+            documents.append(Document(data, source, len(documents), node.start_mark.line + 1, builder.lines))
+    except yaml.MarkedYAMLError as err:
+        raise InvalidInput([_syntax_problem(err, source)]) from None
+    finally:
+        loader.dispose()
+    return documents
+
+
+def parse_stream(text: str, source: str) -> list[Any]:
+    """Fast path for machine-written YAML (a ResourceList from kpt or kustomize): no line map."""
+    if len(text) > MAX_STREAM_BYTES:
+        raise InvalidInput([Problem(f"input is larger than {MAX_STREAM_BYTES >> 20} MiB", file=source)])
+    _refuse_deep_nesting(text, source)
+    try:
+        documents = [d for d in yaml.load_all(text, Loader=Loader) if d is not None]
+    except yaml.MarkedYAMLError as err:
+        raise InvalidInput([_syntax_problem(err, source)]) from None
+    except yaml.YAMLError as err:
+        raise InvalidInput([Problem(f"YAML: {err}", file=source)]) from None
+    _refuse_shared_nodes(documents, source)
+    return documents
+
+
+def _syntax_problem(err: yaml.MarkedYAMLError, source: str) -> Problem:
+    mark = err.problem_mark or err.context_mark
+    what = " ".join(p for p in (err.context, err.problem) if p)
+    return Problem(f"YAML syntax: {what}", file=source, line=mark.line + 1 if mark else 0)
+
+
+def _refuse_deep_nesting(text: str, source: str) -> None:
+    """Bound the nesting depth before libyaml composes (it recurses in C).
+
+    Each nesting level costs a bracket or one more character of indentation,
+    so a cheap count rules out almost every input; only suspicious ones are
+    scanned event by event.
+    """
+    brackets = text.count("[") + text.count("{")
+    deep_indent = re.search(r"^[ ?-]{%d}" % _SAFE_FOR_LIBYAML, text, re.MULTILINE)
+    if brackets < _SAFE_FOR_LIBYAML and not deep_indent:
+        return
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=Loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise InvalidInput([Problem(
+                        f"nested more than {MAX_DEPTH} levels deep", file=source, line=event.start_mark.line + 1)])
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.MarkedYAMLError as err:
+        raise InvalidInput([_syntax_problem(err, source)]) from None
+
+
+def _refuse_shared_nodes(documents: list[Any], source: str) -> None:
+    """Anchors/aliases become shared objects; refuse them (and bound depth) in one walk."""
+    seen: set[int] = set()
+    stack = [(doc, 1) for doc in documents]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if id(value) in seen:
+                raise InvalidInput([Problem("YAML anchors and aliases are not allowed", file=source)])
+            if depth > MAX_DEPTH:
+                raise InvalidInput([Problem(f"nested more than {MAX_DEPTH} levels deep", file=source)])
+            seen.add(id(value))
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+
+
+class _Builder:
+    """Turns a composed node tree into plain data, recording each field's line."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.lines: dict[str, int] = {}
+        self.visited: set[int] = set()
+
+    def fail(self, message: str, node: yaml.Node, path: tuple) -> InvalidInput:
+        return InvalidInput([Problem(message, field=field_path(*path), file=self.source,
+                                     line=node.start_mark.line + 1)])
+
+    def build(self, node: yaml.Node, path: tuple, depth: int) -> Any:
+        if id(node) in self.visited:
+            raise self.fail("YAML anchors and aliases are not allowed; write the value out", node, path)
+        self.visited.add(id(node))
+        if depth > MAX_DEPTH:
+            raise self.fail(f"nested more than {MAX_DEPTH} levels deep", node, path)
+        if path:
+            self.lines.setdefault(field_path(*path), node.start_mark.line + 1)
+        if isinstance(node, yaml.ScalarNode):
+            return self.scalar(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self.fail("keys must be plain text", key_node, path)
+            key = key_node.value
+            if key in result:
+                raise self.fail(f"duplicate key '{key}' (the earlier one would be silently lost)",
+                                key_node, path + (key,))
+            self.lines[field_path(*path, key)] = key_node.start_mark.line + 1
+            result[key] = self.build(value_node, path + (key,), depth + 1)
+        return result
+
+    def scalar(self, node: yaml.ScalarNode, path: tuple) -> Any:
+        if node.tag == STR_TAG:
+            return node.value
+        if node.tag in _PLAIN_TAGS:
+            value = plain_scalar_value(node.value)
+            if not isinstance(value, str):
+                return value
+        raise self.fail(f"unsupported YAML tag {node.tag}", node, path)

@@ -1,0 +1,240 @@
+"""A task's environment: TF_CONFIG, thread pools, StarServer settings, runtime settings.
+
+TF_CONFIG is assembled by the kubelet, not written out per pod: the cluster
+spec lives once in the job's ConfigMap (`cluster.json`) and every pod's env says
+
+    TFJOBGEN_CLUSTER     <- ConfigMap key cluster.json
+    TFJOBGEN_TASK_INDEX  <- the task's index (a literal, or the Indexed Job's annotation)
+    TF_CONFIG            = {"cluster":$(TFJOBGEN_CLUSTER),...,"task":{"index":$(TFJOBGEN_TASK_INDEX),...}}
+
+Kubernetes expands `$(VAR)` from earlier entries, so each pod still sees a
+complete TF_CONFIG while a 200-worker job's manifests stay O(tasks), not
+O(tasks^2): the seed's Jinja output repeated the whole host list in every task.
+"""
+
+from __future__ import annotations
+
+import json
+
+from . import names, qos
+from .model import ROLE_ORDER, TrainingJob
+from .problems import WARNING, Problem, field_path
+from .profile import ClusterProfile
+
+CLUSTER_KEY = "cluster.json"  # ConfigMap key: the TF cluster spec
+ENDPOINT_MAP_KEY = ".endpoint_map"  # ConfigMap key: StarServer's grpc -> seastar map
+ENDPOINT_MAP_DIR = "/etc/tfjobgen/starserver"  # where the map is mounted (TF_SEASTAR_ENDPOINT_MAP_PATH)
+RUNTIME_COMMAND = ("python", "-m", "tfjobgen.runtime")
+
+# Generated variables, and the spec field to set instead of writing them in spec.env.
+_RESERVED = {
+    "TF_CONFIG": "spec.roles (TF_CONFIG is generated)",
+    "TF_NUM_INTRAOP_THREADS": "spec.roles.<role>.threads.intraOp",
+    "TF_NUM_INTEROP_THREADS": "spec.roles.<role>.threads.interOp",
+    "OMP_NUM_THREADS": "spec.roles.<role>.threads.intraOp",
+    "TF_SEASTAR_ENDPOINT_MAP_PATH": "spec.protocol (the map is generated)",
+    "WORKER_ENABLE_POLLING": "spec.starServer.workerPolling",
+    "PS_ENABLE_POLLING": "spec.starServer.psPolling",
+    "NETWORK_PS_CORE_NUMBER": "spec.starServer.psNetworkCores",
+    "NETWORK_WORKER_CORE_NUMBER": "spec.starServer.workerNetworkCores",
+    "WORKER_DISABLE_PIN_CORES": "spec.starServer.pinWorkerCores",
+    "PS_DISABLE_PIN_CORES": "spec.starServer.pinPsCores",
+}
+_RESERVED_PREFIX = "TFJOBGEN_"
+# StarServer's recommended workers per PS is 8-10; outside this band we warn.
+_STAR_RATIO_BAND = (5, 15)
+
+
+def cluster_spec(job: TrainingJob, profile: ClusterProfile) -> dict[str, list[str]]:
+    """TF's cluster spec: every role present, each task's host:port."""
+    return {
+        role: [names.task_address(job, profile, role, i, profile.grpc_port) for i in range(spec.replicas)]
+        for role, spec in job.roles.items()
+    }
+
+
+def endpoint_map(job: TrainingJob, profile: ClusterProfile) -> str:
+    """StarServer's `.endpoint_map`: one `grpc host:port=seastar host:port` line per task.
+
+    The left side must equal the TF_CONFIG entry byte for byte (DeepRec looks it up verbatim).
+    """
+    lines = []
+    for role in ROLE_ORDER:
+        for address in cluster_spec(job, profile).get(role, []):
+            host = address.rsplit(":", 1)[0]
+            lines.append(f"{address}={host}:{profile.seastar_port}")
+    return "\n".join(lines) + "\n"
+
+
+def control_address(job: TrainingJob, profile: ClusterProfile) -> str:
+    """Where the runtime's chief tells the other tasks that training is over (tf1 without chief: worker 0)."""
+    role = "chief" if "chief" in job.roles else "worker"
+    return names.task_address(job, profile, role, 0, profile.control_port)
+
+
+def threads(job: TrainingJob, role: str) -> tuple[int, int]:
+    """(intra-op, inter-op) pool sizes: the role's CPUs unless overridden.
+
+    A tf2 worker never gets an inter-op pool of 1: with one inter-op thread
+    ParameterServerStrategy deadlocks silently (measured, TF 2.21).
+    """
+    spec = job.roles[role]
+    budget = qos.cpu_budget(job, role)
+    intra = spec.intra_op or budget
+    inter = spec.inter_op or budget
+    if job.api == "tf2" and role == "worker" and spec.inter_op is None:
+        inter = max(2, inter)
+    return intra, inter
+
+
+def star_server_cores(job: TrainingJob) -> tuple[int, int]:
+    """(PS, worker) network threads: the intent's, else min(8, connections) / min(2, PS), within CPUs."""
+    star = job.star_server
+    connections_per_ps = sum(job.roles[r].replicas for r in ("worker", "chief") if r in job.roles)
+    ps_cores = star.ps_network_cores or min(8, connections_per_ps, qos.cpu_budget(job, "ps"))
+    worker_cores = star.worker_network_cores or min(2, job.roles["ps"].replicas, qos.cpu_budget(job, "worker"))
+    return ps_cores, worker_cores
+
+
+def _var(name: str, value: str) -> dict:
+    return {"name": name, "value": value}
+
+
+def env(job: TrainingJob, profile: ClusterProfile, role: str, index: int | None) -> list[dict]:
+    """The training container's env. `index` None: an Indexed Job's pod reads it from its annotation."""
+    if index is None:
+        index_var = {"name": "TFJOBGEN_TASK_INDEX", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}
+    else:
+        index_var = _var("TFJOBGEN_TASK_INDEX", str(index))
+    tf_config = ('{"cluster":$(TFJOBGEN_CLUSTER),"environment":"cloud",'
+                 f'"task":{{"index":$(TFJOBGEN_TASK_INDEX),"type":"{role}"}}}}')
+    intra, inter = threads(job, role)
+    result = [
+        {"name": "TFJOBGEN_CLUSTER", "valueFrom": {"configMapKeyRef": {
+            "name": names.cluster_config(job), "key": CLUSTER_KEY}}},
+        index_var,
+        _var("TF_CONFIG", tf_config),
+        _var("TF_NUM_INTRAOP_THREADS", str(intra)),
+        _var("TF_NUM_INTEROP_THREADS", str(inter)),
+        _var("OMP_NUM_THREADS", str(intra)),
+        _var("TFJOBGEN_JOB", job.name),
+        _var("TFJOBGEN_API", job.api),
+        _var("TFJOBGEN_PROTOCOL", job.protocol),
+    ]
+    if job.uses_runtime:
+        result += [
+            _var("TFJOBGEN_CONTROL_ADDRESS", control_address(job, profile)),
+            _var("TFJOBGEN_TRAINING", json.dumps(job.training, sort_keys=True, separators=(",", ":"))),
+        ]
+    if job.uses_star_server:
+        star = job.star_server
+        ps_cores, worker_cores = star_server_cores(job)
+        result += [
+            _var("TF_SEASTAR_ENDPOINT_MAP_PATH", ENDPOINT_MAP_DIR),
+            _var("WORKER_ENABLE_POLLING", str(star.worker_polling)),
+            _var("PS_ENABLE_POLLING", str(star.ps_polling)),
+            _var("NETWORK_PS_CORE_NUMBER", str(ps_cores)),
+            _var("NETWORK_WORKER_CORE_NUMBER", str(worker_cores)),
+            _var("WORKER_DISABLE_PIN_CORES", str(not star.pin_worker_cores)),
+            _var("PS_DISABLE_PIN_CORES", str(not star.pin_ps_cores)),
+        ]
+    user = {entry["name"]: entry for entry in job.env}
+    user.update({entry["name"]: entry for entry in job.roles[role].env})  # the role's own entries win
+    if "HOME" not in user:
+        result.append(_var("HOME", "/tmp"))  # the writable emptyDir; the image may not know our UID
+    return result + list(user.values())
+
+
+def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
+    problems = _check_env(job) + _check_threads(job)
+    if job.uses_star_server:
+        problems += _check_star_server(job)
+    elif job.star_server.customized:
+        problems.append(Problem("starServer settings only apply with protocol star_server or "
+                                "star_server_lite; they are ignored", "spec.starServer", severity=WARNING))
+    if job.api == "tf2" and "chief" not in job.roles:
+        problems.append(Problem(
+            "api tf2 (ParameterServerStrategy) needs a chief to coordinate: add spec.roles.chief "
+            "with cpu and memory, or use api: tf1", "spec.roles.chief"))
+    ports = {"grpc": profile.grpc_port, "seastar": profile.seastar_port, "control": profile.control_port}
+    if len(set(ports.values())) < len(ports):
+        problems.append(Problem(f"profile '{profile.name}' uses one port twice: {ports}", "spec.ports"))
+    return problems
+
+
+def _check_env(job: TrainingJob) -> list[Problem]:
+    problems = []
+    lists = [(("spec", "env"), job.env)] + [
+        (("spec", "roles", role.name, "env"), role.env) for role in job.roles.values()]
+    for where, entries in lists:
+        seen: set[str] = set()
+        for i, entry in enumerate(entries):
+            name = entry["name"]
+            at = field_path(*where, i, "name")
+            if name in seen:
+                problems.append(Problem(f"{name} is set twice in this list", at))
+            seen.add(name)
+            if name in _RESERVED or name.startswith(_RESERVED_PREFIX):
+                instead = _RESERVED.get(name, "the spec (TFJOBGEN_* variables are generated)")
+                problems.append(Problem(f"{name} is generated by tfjobgen; set {instead} instead", at))
+            if name == "GRPC_FAIL_FAST" and entry.get("value", "").lower() == "false":
+                problems.append(Problem("GRPC_FAIL_FAST=false makes the TF2 coordinator hang after a worker "
+                                        "dies; leave it unset", at, severity=WARNING))
+    return problems
+
+
+def _check_threads(job: TrainingJob) -> list[Problem]:
+    problems = []
+    for role in job.roles.values():
+        where = f"spec.roles.{role.name}.threads"
+        if job.api == "tf2" and role.name == "worker" and role.inter_op == 1:
+            problems.append(Problem(
+                "a tf2 worker with one inter-op thread deadlocks ParameterServerStrategy: use at least 2",
+                f"{where}.interOp"))
+        budget = qos.cpu_budget(job, role.name)
+        for key, value in (("intraOp", role.intra_op), ("interOp", role.inter_op)):
+            if value is not None and value > 4 * budget:
+                problems.append(Problem(
+                    f"{value} threads on {budget} CPUs oversubscribes the task (the seed saw context switches "
+                    f"fall 40% when pools matched the CPU limit)", f"{where}.{key}", severity=WARNING))
+    return problems
+
+
+def _check_star_server(job: TrainingJob) -> list[Problem]:
+    star, problems = job.star_server, []
+    if job.api != "tf1":
+        problems.append(Problem(
+            f"protocol {job.protocol} needs api tf1: ParameterServerStrategy ignores the protocol", "spec.api"))
+    ps_cpus, worker_cpus = qos.cpu_budget(job, "ps"), qos.cpu_budget(job, "worker")
+    ps_cores, worker_cores = star_server_cores(job)
+    if ps_cores > ps_cpus:
+        problems.append(Problem(f"{ps_cores} network threads exceed the PS's {ps_cpus} CPUs",
+                                "spec.starServer.psNetworkCores"))
+    if worker_cores > worker_cpus:
+        problems.append(Problem(f"{worker_cores} network threads exceed the worker's {worker_cpus} CPUs",
+                                "spec.starServer.workerNetworkCores"))
+    for flag, field, role in ((star.ps_polling, "psPolling", "PS"), (star.worker_polling, "workerPolling", "worker")):
+        if flag and job.qos != "cpuset":
+            problems.append(Problem(
+                f"polling makes each {role} network thread occupy a whole core, which needs dedicated cores: "
+                "set spec.qos: cpuset or turn polling off", f"spec.starServer.{field}"))
+    if star.ps_polling and ps_cores >= ps_cpus:
+        problems.append(Problem(
+            f"{ps_cores} polling network threads would take all {ps_cpus} PS CPUs: lower psNetworkCores "
+            "or give the PS more CPUs", "spec.starServer.psNetworkCores"))
+    for flag, field in ((star.pin_ps_cores, "pinPsCores"), (star.pin_worker_cores, "pinWorkerCores")):
+        if flag and job.qos != "cpuset":
+            problems.append(Problem("pinning network threads needs exclusive cores: set spec.qos: cpuset",
+                                    f"spec.starServer.{field}"))
+        elif flag:
+            problems.append(Problem(
+                "DeepRec picks the cores it pins by number, not from the pod's cpuset: check they match",
+                f"spec.starServer.{field}", severity=WARNING))
+    ratio = job.roles["worker"].replicas / job.roles["ps"].replicas
+    low, high = _STAR_RATIO_BAND
+    if not low <= ratio <= high:
+        problems.append(Problem(
+            f"StarServer works best with about 8-10 workers per PS; this job has {job.roles['worker'].replicas} "
+            f"workers on {job.roles['ps'].replicas} PS ({ratio:.1f}:1)", "spec.roles", severity=WARNING))
+    return problems
