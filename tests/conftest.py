@@ -81,3 +81,33 @@ def built_overlays() -> dict[str, str]:
         assert proc.returncode == 0, f"overlays/{overlay} failed to build:\n{proc.stderr}"
         result[overlay] = proc.stdout
     return result
+
+
+def render(*paths, profile: str | None = None) -> list[dict]:
+    """Objects the job files become (in-process, the same pipeline kustomize runs)."""
+    from tfjobgen import emit, pipeline
+
+    intents, problems = pipeline.load_intents([str(p) for p in paths])
+    expansion = pipeline.expand(intents, pipeline.load_profile(str(profile) if profile else None))
+    errors = [p.format() for p in problems + expansion.problems if p.is_error]
+    assert not errors, "\n".join(errors)
+    return emit.kustomize_order([obj for group in expansion.objects for obj in group])
+
+
+def problems_of(text: str, tmp_path, profile: str | None = None, name: str = "job.yaml"):
+    """Every problem `tfjobgen validate` finds in a job file with this text (in-process)."""
+    from tfjobgen import pipeline
+
+    path = tmp_path / name
+    path.write_text(text)
+    intents, problems = pipeline.load_intents([str(path)])
+    loaded = pipeline.load_profile(str(profile) if profile else None)
+    for intent in intents:
+        problems += pipeline.validate(intent, loaded)[1]
+    return problems
+
+
+@pytest.fixture(scope="session")
+def overlay_objects(built_overlays) -> dict[str, list[dict]]:
+    """The built overlays, parsed once: name -> objects (treat as read-only)."""
+    return {name: load_yaml_stream(text) for name, text in built_overlays.items()}

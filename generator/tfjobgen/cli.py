@@ -19,7 +19,7 @@ import sys
 
 from . import __version__
 
-EXIT_OK, EXIT_INVALID, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 FEATURE_COMMANDS: tuple[str, ...] = ()
 
 
@@ -27,36 +27,14 @@ class _UsageError(Exception):
     pass
 
 
-def _files(paths: list[str]) -> list[str]:
-    """Files named, and YAML files under folders named (kustomization files excluded), sorted."""
-    found = []
-    for path in paths:
-        if os.path.isdir(path):
-            for folder, subfolders, names in os.walk(path):
-                subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
-                found += [os.path.join(folder, n) for n in sorted(names)
-                          if n.endswith((".yaml", ".yml")) and not n.startswith("kustomization.")]
-        elif os.path.isfile(path):
-            found.append(path)
-        else:
-            raise _UsageError(f"no such file or folder: {path}")
-    return found
-
-
 def _load_intents(paths: list[str]):
     """Intents of every file, and problems of files that could not be read or parsed."""
-    from . import pipeline, source
-    from .problems import InvalidInput
+    from . import pipeline
 
-    intents, problems = [], []
-    for path in _files(paths):
-        try:
-            documents = source.parse_documents(source.read_text(path), path)
-        except InvalidInput as err:
-            problems += err.problems
-            continue
-        intents += [pipeline.Intent(d.data, path, d) for d in documents if pipeline.kind_of(d.data) == "intent"]
-    return intents, problems
+    try:
+        return pipeline.load_intents(paths)
+    except FileNotFoundError as err:
+        raise _UsageError(f"no such file or folder: {err.filename}") from None
 
 
 def _print_problems(problems) -> None:
@@ -186,6 +164,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
+    except Exception as err:  # a bug in tfjobgen: say so in one line (TFJOBGEN_DEBUG=1 shows the traceback)
+        if os.environ.get("TFJOBGEN_DEBUG"):
+            raise
+        print(f"tfjobgen: internal error ({type(err).__name__}: {err}); this is a bug, please report it "
+              "with the input (TFJOBGEN_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

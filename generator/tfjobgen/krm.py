@@ -28,6 +28,7 @@ import sys
 from . import emit, locate, pipeline, source
 from .pipeline import Intent
 from .problems import ERROR, InvalidInput, Problem, has_errors
+from .profile import ClusterProfile
 
 _DOC_SPLIT = re.compile(r"^---[ \t]*$\n?", re.MULTILINE)
 # A cheap test on kustomize's canonical YAML (top-level keys start a line) before parsing.
@@ -59,7 +60,7 @@ def _with_sources(intents: list[Intent], problems: list[Problem], root: str) -> 
             problem = Problem(problem.message, problem.field, problem.severity, file,
                               document.line_of(problem.field), ref)
         placed.append(problem)
-    return placed
+    return sorted(placed, key=lambda p: (p.file, p.line, p.field))
 
 
 def _expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
@@ -110,8 +111,18 @@ def _report(problems: list[Problem], stderr) -> None:
         print(f"tfjobgen: {errors} error(s); nothing was generated", file=stderr)
 
 
+def _profile_from_function_config(config) -> ClusterProfile:
+    """The ClusterProfile in functionConfig; none (or kpt's empty placeholder ConfigMap) means the default."""
+    if not config or (config.get("kind") == "ConfigMap" and not config.get("data")):
+        return pipeline.load_profile(None)
+    if config.get("kind") == "ConfigMap":
+        raise InvalidInput([Problem("the function config must be a ClusterProfile (kpt: --fn-config "
+                                    "overlays/<cluster>/cluster-profile.yaml), not key=value arguments")])
+    return pipeline.profile_from(config)
+
+
 def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int]:
-    """KRM: ResourceList in, ResourceList out (as JSON, which is YAML)."""
+    """KRM: ResourceList in, ResourceList out, as block YAML (kpt keeps the style it is given)."""
     try:
         documents = source.parse_stream(text, "<stdin>")
         if len(documents) != 1 or not isinstance(documents[0], dict) or documents[0].get("kind") != "ResourceList":
@@ -121,11 +132,11 @@ def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int
         if not isinstance(items, list):
             raise InvalidInput([Problem("ResourceList.items must be a list")])
         config = resource_list.get("functionConfig")
-        profile = pipeline.profile_from(config) if config else pipeline.load_profile(None)
+        profile = _profile_from_function_config(config)
     except InvalidInput as err:
         _report(err.problems, stderr)
-        return emit.to_json({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [],
-                             "results": [_result(p) for p in err.problems]}) + "\n", 1
+        return emit.to_yaml([{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [],
+                              "results": [_result(p) for p in err.problems]}]), 1
     items, problems = _expand_items(items, profile, root)
     _report(problems, stderr)
     output = {"apiVersion": resource_list.get("apiVersion", "config.kubernetes.io/v1"), "kind": "ResourceList",
@@ -134,7 +145,7 @@ def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int
         output["functionConfig"] = config
     if problems:
         output["results"] = [_result(p) for p in problems]
-    return emit.to_json(output) + "\n", 1 if has_errors(problems) else 0
+    return emit.to_yaml([output]), 1 if has_errors(problems) else 0
 
 
 def run_legacy_plugin(config_path: str, text: str, root: str, stderr=sys.stderr) -> tuple[str, int]:
@@ -177,3 +188,7 @@ def main(argv: list[str]) -> int:
     sys.stdout.write(output)
     return code
 
+
+def console_main() -> None:
+    """`tfjobgen-krm`: the same function under a name an exec function annotation can point at."""
+    sys.exit(main(sys.argv[1:]))

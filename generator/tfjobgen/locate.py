@@ -30,8 +30,18 @@ def _resources(directory: str) -> list[str]:
     return []
 
 
+def _display_path(path: str) -> str:
+    """A path as the user knows it: relative to the repository root when inside one (kustomize changed our cwd)."""
+    folder = os.path.dirname(path)
+    while folder != os.path.dirname(folder):
+        if os.path.exists(os.path.join(folder, ".git")):
+            return os.path.relpath(path, folder)
+        folder = os.path.dirname(folder)
+    return os.path.relpath(path)
+
+
 def find_intents(root: str, limit: int = 2000) -> dict[tuple[str, str], tuple[str, source.Document]]:
-    """(namespace, name) -> (file relative to the working directory, document) for every TrainingJob under root."""
+    """(namespace, name) -> (file as the user knows it, document) for every TrainingJob under root."""
     found: dict[tuple[str, str], tuple[str, source.Document]] = {}
     pending, seen = [os.path.abspath(root)], set()
     while pending and len(seen) < limit:
@@ -51,5 +61,5 @@ def find_intents(root: str, limit: int = 2000) -> dict[tuple[str, str], tuple[st
             meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
             if data.get("kind") == "TrainingJob":
                 key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-                found.setdefault(key, (os.path.relpath(path), document))
+                found.setdefault(key, (_display_path(path), document))
     return found

@@ -10,11 +10,13 @@ produces a partial set of objects that Argo CD could prune against.
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import backends, container, model, names, plan, qos, schema, source, topology, tuning
-from .problems import Problem, ResourceRef, has_errors
+from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND
 from .profile import ClusterProfile, cluster_profile, default_profile
 
@@ -56,6 +58,35 @@ def kind_of(document: Any) -> str:
     return "other"
 
 
+def intent_files(paths: list[str]) -> list[str]:
+    """Files named, and YAML files under folders named (kustomization files excluded), sorted."""
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            for folder, subfolders, names in os.walk(path):
+                subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+                found += [os.path.join(folder, n) for n in sorted(names)
+                          if n.endswith((".yaml", ".yml")) and not n.startswith("kustomization.")]
+        elif os.path.isfile(path):
+            found.append(path)
+        else:
+            raise FileNotFoundError(errno.ENOENT, "no such file or folder", path)
+    return found
+
+
+def load_intents(paths: list[str]) -> tuple[list[Intent], list[Problem]]:
+    """The intents in files and folders, and problems of files that could not be read or parsed."""
+    intents, problems = [], []
+    for path in intent_files(paths):
+        try:
+            documents = source.parse_documents(source.read_text(path), path)
+        except InvalidInput as err:
+            problems += err.problems
+            continue
+        intents += [Intent(d.data, path, d) for d in documents if kind_of(d.data) == "intent"]
+    return intents, problems
+
+
 def load_profile(path: str | None) -> ClusterProfile:
     """The profile in `path` (its only ClusterProfile document), or the embedded default."""
     if path is None:
@@ -63,7 +94,7 @@ def load_profile(path: str | None) -> ClusterProfile:
     documents = source.parse_documents(source.read_text(path), path)
     found = [d for d in documents if kind_of(d.data) == "profile"]
     if len(found) != 1:
-        raise source.InvalidInput([Problem(
+        raise InvalidInput([Problem(
             f"expected one {PROFILE_KIND} (apiVersion {model.API_VERSION}), found {len(found)}", file=path)])
     return profile_from(found[0].data, path, found[0])
 
@@ -71,7 +102,7 @@ def load_profile(path: str | None) -> ClusterProfile:
 def profile_from(data: dict, file: str = "", document: source.Document | None = None) -> ClusterProfile:
     problems = schema.check(data, schema.CLUSTER_PROFILE)
     if problems:
-        raise source.InvalidInput([
+        raise InvalidInput([
             p.located(file, document.line_of(p.field) if document else 0,
                       ResourceRef(model.API_VERSION, PROFILE_KIND, str(data.get("metadata", {}).get("name", ""))))
             for p in problems])

@@ -109,12 +109,11 @@ def _leaves(error):
 
 
 def _schema_at(root: dict, schema_path) -> dict:
-    """The subschema that owns the failing keyword (resolving $refs on the way)."""
+    """The subschema that owns the failing keyword (following $refs, listed in the path or not)."""
     node: Any = root
     for part in list(schema_path)[:-1]:
-        if part == "$ref":
-            node = _resolve({"$ref": node["$ref"]}, root)
-        else:
+        node = _resolve(node, root) if isinstance(node, dict) else node
+        if part != "$ref":
             node = node[part]
     return _resolve(node, root) if isinstance(node, dict) else {}
 
@@ -163,6 +162,8 @@ def _explain(error, root: dict) -> Problem:
         got = _JSON_TYPES.get(type(value), type(value).__name__)
         text = f"must be {names}, not {got} {_show(value)}" if not isinstance(value, (dict, list)) else \
             f"must be {names}, not {got}"
+        if wanted == ["string"] and isinstance(value, (bool, int, float)):
+            hint = hint or f"put it in quotes: \"{_show(value)}\""
         return Problem(text + (f" ({hint})" if hint else ""), field_path(*path))
     if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         relation = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than",

@@ -158,13 +158,16 @@ class _Builder:
         self.lines: dict[str, int] = {}
         self.visited: set[int] = set()
 
-    def fail(self, message: str, node: yaml.Node, path: tuple) -> InvalidInput:
+    def fail(self, message: str, node: yaml.Node, path: tuple, line: int = 0) -> InvalidInput:
         return InvalidInput([Problem(message, field=field_path(*path), file=self.source,
-                                     line=node.start_mark.line + 1)])
+                                     line=line or node.start_mark.line + 1)])
 
     def build(self, node: yaml.Node, path: tuple, depth: int) -> Any:
         if id(node) in self.visited:
-            raise self.fail("YAML anchors and aliases are not allowed; write the value out", node, path)
+            # An alias resolves to its anchor's node, whose line is the anchor's: point at the nearest field instead.
+            parents = (field_path(*path[:n]) for n in range(len(path), 0, -1))
+            line = next((self.lines[p] for p in parents if p in self.lines), 0)
+            raise self.fail("YAML anchors and aliases are not allowed; write the value out", node, path, line)
         self.visited.add(id(node))
         if depth > MAX_DEPTH:
             raise self.fail(f"nested more than {MAX_DEPTH} levels deep", node, path)

@@ -1,0 +1,170 @@
+"""The KRM function's contract: ResourceList in and out, the legacy plugin convention, and kpt.
+
+What a transformer must do: expand every TrainingJob in one call, leave every
+other item (and the orchestrator's internal annotations) exactly as given,
+drop the intents it expanded, and on bad input report `results` AND exit
+non-zero, since kustomize ignores results.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import JOBS, REPO, kpt, load_yaml_stream, run_tfjobgen
+from tfjobgen import krm
+
+JOB = (JOBS / "wide-deep.yaml").read_text()
+OTHER = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {
+        "name": "unrelated",
+        "namespace": "ml-training",
+        "annotations": {
+            "internal.config.kubernetes.io/path": "other/cm.yaml",
+            "internal.config.kubernetes.io/index": "0",
+            "config.kubernetes.io/path": "other/cm.yaml",
+        },
+    },
+    "data": {"on": "yes", "n": "0"},
+}
+
+
+def _resource_list(*items, config=None) -> str:
+    resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+                     "items": [copy.deepcopy(i) for i in items]}  # shared dicts would become YAML aliases
+    if config is not None:
+        resource_list["functionConfig"] = config
+    return yaml.safe_dump(resource_list)
+
+
+def _job(**changes) -> dict:
+    job = yaml.safe_load(JOB)
+    for path, value in changes.items():
+        node = job
+        *parents, last = path.split(".")
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return job
+
+
+def test_intents_are_expanded_and_everything_else_passes_through():
+    text = _resource_list(OTHER, _job(), OTHER | {"metadata": OTHER["metadata"] | {"name": "after"}})
+    output, code = krm.run_resource_list(text, str(REPO), stderr=io.StringIO())
+    assert code == 0
+    [result] = load_yaml_stream(output)
+    items = result["items"]
+    assert items[0] == OTHER, "untouched, internal annotations included"
+    assert items[-1]["metadata"]["name"] == "after", "order of the other items is kept"
+    assert not any(i["kind"] == "TrainingJob" for i in items)
+    assert {i["kind"] for i in items[1:-1]} == {"Service", "ConfigMap", "NetworkPolicy", "Job"}
+    assert "results" not in result
+
+
+def test_no_function_config_means_the_embedded_default_profile():
+    output, code = krm.run_resource_list(_resource_list(_job()), str(REPO), stderr=io.StringIO())
+    assert code == 0
+    jobs = [i for i in load_yaml_stream(output)[0]["items"] if i["kind"] == "Job"]
+    assert all("nodeSelector" not in j["spec"]["template"]["spec"] for j in jobs), "default profile: no pools"
+
+
+def test_kpt_placeholder_config_is_the_default_and_key_value_config_is_refused():
+    placeholder = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "function-input"}}
+    assert krm.run_resource_list(_resource_list(_job(), config=placeholder), str(REPO), io.StringIO())[1] == 0
+    keyvalue = placeholder | {"data": {"workers": "3"}}
+    output, code = krm.run_resource_list(_resource_list(_job(), config=keyvalue), str(REPO), io.StringIO())
+    assert code == 1 and "must be a ClusterProfile" in load_yaml_stream(output)[0]["results"][0]["message"]
+
+
+def test_invalid_intent_gives_results_and_a_nonzero_exit():
+    bad = _job(**{"spec.roles.worker.cpu": "300m", "metadata.annotations": {
+        "internal.config.kubernetes.io/path": "jobs/wide-deep.yaml"}})
+    stderr = io.StringIO()
+    output, code = krm.run_resource_list(_resource_list(OTHER, bad), str(REPO), stderr=stderr)
+    assert code == 1
+    [result] = load_yaml_stream(output)
+    [entry] = result["results"]
+    assert entry["severity"] == "error"
+    assert entry["resourceRef"] == {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "TrainingJob",
+                                    "name": "wide-deep", "namespace": "ml-training"}
+    assert entry["field"] == {"path": "spec.roles.worker.cpu"}
+    assert entry["file"] == {"path": "jobs/wide-deep.yaml"}
+    assert "qos cpuset needs whole CPUs" in entry["message"]
+    assert result["items"][0] == OTHER and len(result["items"]) == 2, "nothing half-expanded"
+    assert "jobs/wide-deep.yaml" in stderr.getvalue()
+
+
+def test_a_build_without_any_intent_is_refused_unless_allowed():
+    output, code = krm.run_resource_list(_resource_list(OTHER), str(REPO), stderr=io.StringIO())
+    assert code == 1 and "refusing to emit a set without jobs" in load_yaml_stream(output)[0]["results"][0]["message"]
+    allow = {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "p"},
+             "spec": {"allowNoJobs": True}}
+    output, code = krm.run_resource_list(_resource_list(OTHER, config=allow), str(REPO), stderr=io.StringIO())
+    assert code == 0 and load_yaml_stream(output)[0]["items"] == [OTHER]
+
+
+def test_a_generated_object_that_collides_with_an_existing_one_is_an_error():
+    clash = OTHER | {"metadata": {"name": "wide-deep-cluster", "namespace": "ml-training"}}
+    output, code = krm.run_resource_list(_resource_list(clash, _job()), str(REPO), stderr=io.StringIO())
+    assert code == 1
+    assert "generates ConfigMap ml-training/wide-deep-cluster" in load_yaml_stream(output)[0]["results"][0]["message"]
+
+
+def test_input_that_is_not_a_resource_list_is_refused():
+    for text in ("items: []\n", "a: &x [1]\nb: *x\n", "- just\n- a list\n"):
+        output, code = krm.run_resource_list(text, str(REPO), stderr=io.StringIO())
+        assert code == 1 and "results" in load_yaml_stream(output)[0]
+
+
+def test_legacy_plugin_passes_other_documents_through_as_text(tmp_path):
+    """kustomize's exec plugin convention: profile file in argv, objects on stdin; other objects are not even parsed."""
+    profile = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
+    other = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: raw\n  namespace: x\ndata:\n  k: 'odd   spacing'\n"
+    stdin = other + "---\n" + JOB
+    proc = run_tfjobgen("krm", str(profile), stdin=stdin, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("---\n" + other), "byte for byte"
+    kinds = [d["kind"] for d in load_yaml_stream(proc.stdout)]
+    assert kinds[0] == "ConfigMap" and "TrainingJob" not in kinds and kinds.count("Job") == 4
+
+
+def test_kpt_runs_the_function_over_the_jobs_folder():
+    proc = subprocess.run([kpt(), "fn", "eval", str(JOBS), "--exec", "tfjobgen-krm", "--fn-config",
+                           str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"), "-o", "stdout"],
+                          capture_output=True, text=True, env=_path_with_venv())
+    assert proc.returncode == 0, proc.stderr
+    items = load_yaml_stream(proc.stdout)[0]["items"]
+    kinds = {i["kind"] for i in items}
+    assert "TrainingJob" not in kinds and {"Job", "Service", "ConfigMap", "NetworkPolicy"} <= kinds
+    assert "Kustomization" in kinds, "kpt hands over jobs/kustomization.yaml too; it passes through"
+    cpuset_jobs = [i for i in items if i["kind"] == "Job"]
+    assert all(j["spec"]["template"]["spec"]["nodeSelector"].get("cpu-manager-policy") == "static"
+               for j in cpuset_jobs), "the --fn-config profile was used"
+
+
+def test_kpt_reports_errors_as_results_and_fails(tmp_path):
+    (tmp_path / "job.yaml").write_text(JOB.replace("cpu: 4, memory: 8Gi", "cpu: 4, memory: 8Gi, replica: 3"))
+    proc = subprocess.run([kpt(), "fn", "eval", str(tmp_path), "--exec", "tfjobgen-krm", "-o", "stdout"],
+                          capture_output=True, text=True, env=_path_with_venv())
+    assert proc.returncode != 0
+    assert "[FAIL]" in proc.stderr and "unknown field 'replica'" in proc.stderr
+
+
+def _path_with_venv() -> dict:
+    import os
+    import sys
+    from pathlib import Path
+
+    return {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]}
+
+
+@pytest.mark.parametrize("args", [[], ["--unknown-flag"]])
+def test_krm_usage(args, tmp_path):
+    proc = run_tfjobgen("krm", *args, stdin="", cwd=tmp_path)
+    assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr

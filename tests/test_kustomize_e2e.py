@@ -1,0 +1,163 @@
+"""Every overlay, built the way CI and Argo CD build it, and what comes out.
+
+Real tools only: kubectl's embedded kustomize (v5.5) running the tfjobgen
+plugin, kubernetes-validate's strict schemas, and a standalone `kustomize`
+when one is on PATH.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+from collections import Counter
+
+import pytest
+
+from conftest import OVERLAYS, REPO, kubectl, kustomize_build, load_yaml_stream
+from tfjobgen import describe, labels, pods
+
+# Kubernetes versions the output is validated against: the oldest supported and the newest bundled.
+SUPPORTED = ["1.30", "1.33", "1.37"]
+
+
+@functools.cache
+def _validator():
+    import kubernetes_validate.utils as kv
+
+    # kubernetes-validate re-reads its large _definitions.json for every object; cache the file reads
+    # (the validation itself is untouched) so that a full build validates in seconds.
+    kv.schema_contents = functools.lru_cache(maxsize=None)(kv.schema_contents)
+    return kv
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_overlay_builds_and_no_intent_survives(overlay_objects, overlay):
+    objects = overlay_objects[overlay]
+    kinds = Counter(o["kind"] for o in objects)
+    assert "TrainingJob" not in kinds and "ClusterProfile" not in kinds
+    assert set(kinds) == {"ConfigMap", "Service", "NetworkPolicy", "Job"}
+    intents = [p for p in (REPO / "jobs").glob("*.yaml") if p.name != "kustomization.yaml"]
+    assert len(describe.jobs(objects)) == len(intents), "every intent in jobs/ became a job"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_overlay_output_passes_kubernetes_validate_strict(overlay_objects, overlay, version):
+    kv = _validator()
+    failures = []
+    for obj in overlay_objects[overlay]:
+        try:
+            kv.validate(obj, version, strict=True)
+        except kv.ValidationError as err:
+            failures.append(f"{obj['kind']} {obj['metadata']['name']}: {err.message} at {list(err.path)}")
+    assert not failures, "\n".join(failures[:10])
+
+
+def test_strict_validation_can_fail():
+    """The validator really is strict: an unknown field in a pod spec is rejected."""
+    kv = _validator()
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}, "spec": {"template": {
+        "spec": {"containers": [{"name": "c", "image": "i", "cpus": 2}], "restartPolicy": "Never"}}}}
+    with pytest.raises(kv.ValidationError):
+        kv.validate(job, SUPPORTED[0], strict=True)
+
+
+def test_every_tf_config_names_the_pod_it_runs_in(overlay_objects):
+    """After the kubelet expands the env, each pod's TF_CONFIG lists every role and points `task` at itself."""
+    for overlay, objects in overlay_objects.items():
+        for pod in pods.from_objects(objects):
+            tf_config = json.loads(pod.env["TF_CONFIG"])
+            task = tf_config["task"]
+            assert (task["type"], task["index"]) == (pod.role, pod.index)
+            own = tf_config["cluster"][task["type"]][task["index"]]
+            assert own.startswith(pod.fqdn + "."), f"{overlay}: {pod.hostname} would dial {own}"
+            assert pod.unresolved == []
+
+
+def test_build_is_deterministic(built_overlays):
+    overlay = OVERLAYS[0]
+    again = kustomize_build(REPO / "overlays" / overlay, env={"PYTHONHASHSEED": "4242"})
+    assert again.returncode == 0 and again.stdout == built_overlays[overlay]
+
+
+def test_overlays_patch_intents_before_expansion(overlay_objects):
+    """prod-96c patches replicas and node pools, and pins an image tag with the standard `images:` field."""
+    prod = {s.name: s for s in describe.jobs(overlay_objects["prod-96c"])}
+    seed = {s.name: s for s in describe.jobs(overlay_objects["seed-80c"])}
+    assert seed["wide-deep"].roles["worker"].replicas == 32 and prod["wide-deep"].roles["worker"].replicas == 48
+    images = {o["spec"]["template"]["spec"]["containers"][0]["image"]
+              for o in overlay_objects["prod-96c"]
+              if o["kind"] == "Job" and o["metadata"]["labels"][labels.JOB] == "wide-deep"}
+    assert images == {"registry.example.com/ml/tfjobgen-runtime:0.1.0-prod"}
+    deeprec_ps = next(o for o in overlay_objects["prod-96c"] if o["metadata"]["name"] == "deeprec-ctr-ps")
+    assert deeprec_ps["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "ps-highmem", "cpu-manager-policy": "static"}
+
+
+def _copy_overlay(tmp_path, profile_text: str | None = None):
+    """A throwaway repository copy (jobs, bases, one overlay) to break things in."""
+    for folder in ("jobs", "bases"):
+        shutil.copytree(REPO / folder, tmp_path / folder)
+    overlay = tmp_path / "overlays" / "x"
+    shutil.copytree(REPO / "overlays" / "seed-80c", overlay)
+    if profile_text is not None:
+        (overlay / "cluster-profile.yaml").write_text(profile_text)
+    return overlay
+
+
+def test_without_the_plugin_the_build_fails_loudly(tmp_path):
+    overlay = _copy_overlay(tmp_path)
+    proc = subprocess.run([kubectl(), "kustomize", str(overlay)], capture_output=True, text=True)
+    assert proc.returncode != 0 and "plugins" in proc.stderr and proc.stdout == ""
+
+
+def test_if_the_function_is_skipped_the_intents_come_out_unchanged(tmp_path):
+    """An exec KRM function that kustomize skips (kubectl has no --enable-exec) leaves the intents in
+    the output, so `kubectl apply` fails on the unknown kind instead of pruning running jobs."""
+    profile = (REPO / "overlays" / "seed-80c" / "cluster-profile.yaml").read_text().replace(
+        "metadata:\n  name: seed-80c\n",
+        "metadata:\n  name: seed-80c\n  annotations:\n    config.kubernetes.io/function: |\n"
+        "      exec:\n        path: tfjobgen-krm\n")
+    overlay = _copy_overlay(tmp_path, profile)
+    proc = kustomize_build(overlay)
+    assert proc.returncode == 0
+    objects = load_yaml_stream(proc.stdout)
+    assert {o["kind"] for o in objects} == {"TrainingJob"}
+    assert len(objects) == len([p for p in (REPO / "jobs").glob("*.yaml") if p.name != "kustomization.yaml"])
+
+
+def test_an_invalid_job_stops_the_whole_build_with_its_file_and_line(tmp_path):
+    overlay = _copy_overlay(tmp_path)
+    job = tmp_path / "jobs" / "wide-deep.yaml"
+    job.write_text(job.read_text().replace("worker: {replicas: 32, cpu: 4,", "worker: {replicas: 32, cpu: 4.5,"))
+    line = job.read_text().splitlines().index("    worker: {replicas: 32, cpu: 4.5, memory: 8Gi}") + 1
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    proc = kustomize_build(overlay)
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert f"jobs/wide-deep.yaml:{line}: spec.roles.worker.cpu: qos cpuset needs whole CPUs" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_build_without_jobs_is_refused(tmp_path):
+    overlay = _copy_overlay(tmp_path)
+    (tmp_path / "jobs" / "kustomization.yaml").write_text("resources: []\n")
+    (tmp_path / "bases" / "extra.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: unrelated, namespace: x}\n")
+    bases = tmp_path / "bases" / "kustomization.yaml"
+    bases.write_text(bases.read_text().replace("- ../jobs\n", "- ../jobs\n- extra.yaml\n"))
+    proc = kustomize_build(overlay)
+    assert proc.returncode != 0 and "no TrainingJob among the 1 objects of this build" in proc.stderr
+
+
+def test_standalone_kustomize_gives_the_same_bytes(built_overlays):
+    kustomize = shutil.which("kustomize")
+    if not kustomize:  # optional even in CI: no standalone kustomize is packaged for this machine
+        pytest.skip("no standalone kustomize on PATH (Argo CD ships 5.8); kubectl's embedded v5.5 is tested above")
+    env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": str(REPO / "plugins")}
+    for overlay in OVERLAYS:
+        proc = subprocess.run([kustomize, "build", "--enable-alpha-plugins", "--enable-exec",
+                               str(REPO / "overlays" / overlay)], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == built_overlays[overlay]

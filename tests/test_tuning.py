@@ -1,0 +1,147 @@
+"""A task's environment and resources: thread pools, cpuset QoS, StarServer settings and endpoint map."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conftest import JOBS, REPO, problems_of, render
+from tfjobgen import pods, quantity
+
+GOLDEN = REPO / "tests" / "golden"
+
+
+def _pods_of(path, profile=None):
+    return pods.from_objects(render(path, profile=profile))
+
+
+def test_cpuset_pods_are_guaranteed_on_whole_cpus_on_cpu_manager_nodes(overlay_objects):
+    for obj in overlay_objects["seed-80c"]:  # every job there is qos cpuset
+        if obj["kind"] != "Job":
+            continue
+        spec = obj["spec"]["template"]["spec"]
+        for container in spec["containers"] + spec.get("initContainers", []):
+            resources = container["resources"]
+            assert resources["requests"] == resources["limits"], "Guaranteed: requests == limits, cpu and memory"
+            assert set(resources["limits"]) == {"cpu", "memory"}
+            assert quantity.parse(resources["limits"]["cpu"]).denominator == 1, "whole CPUs for the CPU manager"
+        assert spec["nodeSelector"]["cpu-manager-policy"] == "static"
+
+
+def test_shared_qos_requests_cpu_and_limits_memory_only():
+    by_role = {p.role: p.container["resources"] for p in _pods_of(GOLDEN / "shared-qos" / "job.yaml")}
+    assert by_role["ps"] == {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "2Gi"}}
+    assert by_role["worker"]["limits"] == {"cpu": "2", "memory": "3Gi"}, "the optional cpuLimit"
+
+
+@pytest.mark.parametrize("job", ["wide-deep.yaml", "scene1-case1.yaml", "deeprec-starserver.yaml"])
+def test_thread_pools_equal_the_cpu_limit(job):
+    for pod in _pods_of(JOBS / job):
+        cpus = quantity.parse(pod.container["resources"]["limits"]["cpu"])
+        assert pod.env["TF_NUM_INTRAOP_THREADS"] == pod.env["TF_NUM_INTEROP_THREADS"] == str(cpus)
+        assert pod.env["OMP_NUM_THREADS"] == str(cpus)
+
+
+def _small_job(tmp_path, worker: str, extra: str = "", api: str = "tf2"):
+    path = tmp_path / "job.yaml"
+    path.write_text(f"""apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata: {{name: t, namespace: t}}
+spec:
+  image: x/y:1
+  api: {api}
+  qos: shared
+  roles:
+    ps: {{replicas: 1, cpu: 2, memory: 1Gi}}
+    worker: {worker}
+    chief: {{cpu: 1, memory: 1Gi}}
+{extra}""")
+    return path
+
+
+def test_a_tf2_worker_never_gets_one_inter_op_thread(tmp_path):
+    """One inter-op thread deadlocks a TF2 ParameterServerStrategy worker; PS and chief may have one."""
+    by_role = {p.role: p.env for p in _pods_of(_small_job(tmp_path, "{replicas: 2, cpu: 500m, memory: 1Gi}"))}
+    assert (by_role["worker"]["TF_NUM_INTRAOP_THREADS"], by_role["worker"]["TF_NUM_INTEROP_THREADS"]) == ("1", "2")
+    assert by_role["chief"]["TF_NUM_INTEROP_THREADS"] == "1"
+    tf1 = {p.role: p.env for p in _pods_of(_small_job(tmp_path, "{replicas: 2, cpu: 500m, memory: 1Gi}", api="tf1"))}
+    assert tf1["worker"]["TF_NUM_INTEROP_THREADS"] == "1", "tf1 graph mode is fine with one"
+
+
+def test_thread_overrides_are_used(tmp_path):
+    job = _small_job(tmp_path, "{replicas: 2, cpu: 4, memory: 1Gi, threads: {intraOp: 3, interOp: 2}}")
+    worker = next(p for p in _pods_of(job) if p.role == "worker")
+    assert (worker.env["TF_NUM_INTRAOP_THREADS"], worker.env["TF_NUM_INTEROP_THREADS"], worker.env["OMP_NUM_THREADS"]) \
+        == ("3", "2", "3")
+
+
+def test_oversubscribed_threads_are_a_warning(tmp_path):
+    text = _small_job(tmp_path, "{replicas: 2, cpu: 2, memory: 1Gi, threads: {intraOp: 80}}").read_text()
+    [warning] = problems_of(text, tmp_path)
+    assert warning.severity == "warning" and warning.field == "spec.roles.worker.threads.intraOp"
+    assert "80 threads on 2 CPUs" in warning.message
+
+
+def _endpoint_map(objects) -> str:
+    [config] = [o for o in objects if o["kind"] == "ConfigMap"]
+    return config["data"][".endpoint_map"]
+
+
+@pytest.mark.parametrize("path", [JOBS / "deeprec-starserver.yaml", GOLDEN / "star-server" / "job.yaml"])
+def test_endpoint_map_matches_tf_config_byte_for_byte_and_is_mounted_where_deeprec_reads_it(path):
+    objects = render(path)
+    lines = _endpoint_map(objects).splitlines()
+    task_pods = pods.from_objects(objects)
+    cluster = json.loads(task_pods[0].env["TF_CONFIG"])["cluster"]
+    addresses = [a for role in sorted(cluster) for a in cluster[role]]
+    assert [line.split("=")[0] for line in lines] == addresses, "one line per task, left side == TF_CONFIG entry"
+    for line in lines:
+        grpc, seastar = line.split("=")
+        assert grpc.rsplit(":", 1)[0] == seastar.rsplit(":", 1)[0] and seastar.endswith(":2223")
+    for pod in task_pods:
+        # Where the kubelet puts the file: the configMap volume's item path under its mountPath.
+        mount = next(m for m in pod.container["volumeMounts"] if m["name"] == "cluster")
+        volume = next(v for v in pod.spec["volumes"] if v["name"] == "cluster")
+        [item] = volume["configMap"]["items"]
+        assert f"{mount['mountPath']}/{item['path']}" == pod.env["TF_SEASTAR_ENDPOINT_MAP_PATH"] + "/.endpoint_map"
+        assert 2223 in [p["containerPort"] for p in pod.container["ports"]]
+
+
+def test_star_server_defaults_follow_deeprec_advice():
+    env = _pods_of(JOBS / "deeprec-starserver.yaml")[0].env  # 10 PS x 24 CPU, 80 workers x 8 CPU, cpuset
+    assert env["PS_ENABLE_POLLING"] == "True" and env["WORKER_ENABLE_POLLING"] == "False"
+    assert env["NETWORK_PS_CORE_NUMBER"] == "8" and env["NETWORK_WORKER_CORE_NUMBER"] == "2"
+    assert env["PS_DISABLE_PIN_CORES"] == env["WORKER_DISABLE_PIN_CORES"] == "True"
+    golden = _pods_of(GOLDEN / "star-server" / "job.yaml")[0].env  # 2 PS: workers talk to 2 PS only
+    assert golden["NETWORK_WORKER_CORE_NUMBER"] == str(min(2, 2))
+    assert golden["NETWORK_PS_CORE_NUMBER"] == str(min(8, 16, 24))
+
+
+def test_small_jobs_get_network_threads_within_their_connections_and_cpus(tmp_path):
+    text = _small_job(tmp_path, "{replicas: 3, cpu: 2, memory: 1Gi}", "  protocol: star_server\n", api="tf1").read_text()
+    path = tmp_path / "star.yaml"
+    path.write_text(text)
+    env = _pods_of(path)[0].env
+    connections = 3 + 1  # 3 workers and the chief talk to each PS
+    assert env["NETWORK_PS_CORE_NUMBER"] == str(min(8, connections, 2))
+    assert env["NETWORK_WORKER_CORE_NUMBER"] == str(min(2, 1, 2))
+
+
+def test_worker_to_ps_ratio_far_from_eight_to_one_is_a_warning(tmp_path):
+    text = _small_job(tmp_path, "{replicas: 2, cpu: 2, memory: 1Gi}", "  protocol: star_server\n", api="tf1").read_text()
+    warnings = [p for p in problems_of(text, tmp_path) if p.severity == "warning"]
+    assert any("8-10 workers per PS" in w.message and "(2.0:1)" in w.message for w in warnings)
+    assert not [p for p in problems_of(text, tmp_path) if p.is_error]
+
+
+def test_tf_config_is_assembled_by_the_kubelet_from_one_copy_of_the_cluster(overlay_objects):
+    """Manifests stay O(tasks): the host list is written once per job, not once per pod."""
+    objects = overlay_objects["seed-80c"]
+    biggest = [o for o in objects if o["metadata"]["name"].startswith("scene1-case4")]
+    text = json.dumps(biggest)
+    assert text.count("scene1-case4-worker-199.scene1-case4") == 1
+    per_pod = max(len(json.dumps(o)) for o in biggest if o["kind"] == "Job")
+    assert per_pod < 6000, "a per-task Job stays small however many tasks the job has"
+    assert math.isclose(len(biggest), 20 + 200 + 3)
