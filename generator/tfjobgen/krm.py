@@ -21,6 +21,7 @@ results, not exit codes); the same problems go to stderr, one per line.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -57,8 +58,7 @@ def _with_sources(intents: list[Intent], problems: list[Problem], root: str) -> 
             found = by_name[0] if len(by_name) == 1 else None
         if found and not problem.line:
             file, document = found
-            problem = Problem(problem.message, problem.field, problem.severity, file,
-                              document.line_of(problem.field), ref)
+            problem = dataclasses.replace(problem, file=file, line=document.line_of(problem.field))
         placed.append(problem)
     return sorted(placed, key=lambda p: (p.file, p.line, p.field))
 

@@ -136,11 +136,13 @@ def _check_colocated(job: TrainingJob, profile: ClusterProfile) -> list[Problem]
     group = min(per_server, worker.replicas)
     cpu, memory = ps.cpu + group * worker.cpu, ps.memory + group * worker.memory
     if cpu > node.cpu or memory > node.memory:
-        fits = min(int((node.cpu - ps.cpu) // worker.cpu), int((node.memory - ps.memory) // worker.memory))
+        fits = min((node.cpu - ps.cpu) // worker.cpu, (node.memory - ps.memory) // worker.memory)
+        remedy = f"lower workersPerServer to {fits} or shrink the tasks" if fits >= 1 else \
+            "not even one worker fits beside the PS: shrink the tasks"
         problems.append(Problem(
             f"a colocated group is 1 PS ({describe_cpu(ps.cpu)} CPU, {describe_bytes(ps.memory)}) + {group} "
             f"workers ({describe_cpu(worker.cpu)} CPU, {describe_bytes(worker.memory)} each) = "
             f"{describe_cpu(cpu)} CPU, {describe_bytes(memory)}, more than one node holds "
-            f"({describe_cpu(node.cpu)} CPU, {describe_bytes(node.memory)} in profile '{profile.name}'): "
-            f"lower workersPerServer to {max(fits, 0)} or shrink the tasks", "spec.topology.workersPerServer"))
+            f"({describe_cpu(node.cpu)} CPU, {describe_bytes(node.memory)} in profile '{profile.name}'): {remedy}",
+            "spec.topology.workersPerServer"))
     return problems
