@@ -71,3 +71,19 @@ def test_quoting_rule_examples():
     assert needs_quotes("0") and needs_quotes("yes") and needs_quotes("1:20") and needs_quotes("2021-1-1")
     assert not needs_quotes("2021-13-01") and not needs_quotes("=") and not needs_quotes("a: b")
     assert list(yaml.load_all(emit.to_yaml([{"a": "0"}]), Loader=Loader)) == [{"a": "0"}]
+
+
+def test_random_strings_are_written_as_kustomize_writes_them(tmp_path):
+    """600 seeded random strings over YAML's awkward characters, through kubectl in one build."""
+    import random
+    import subprocess
+
+    rng = random.Random(7)
+    alphabet = list("aZ09 -_.:#'\"{}[],&*!|>%@`?~=+$()\\/\t\né€")
+    values = {f"v{i:04d}": "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for i in range(600)}
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "random", "namespace": "t"}, "data": values}
+    (tmp_path / "o.json").write_text(json.dumps(obj))
+    (tmp_path / "kustomization.yaml").write_text("resources:\n- o.json\n")
+    built = subprocess.run([kubectl(), "kustomize", str(tmp_path)], capture_output=True, text=True, check=True)
+    assert emit.to_yaml([obj]) == built.stdout
+    assert load_yaml_stream(built.stdout)[0]["data"] == values

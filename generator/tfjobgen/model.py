@@ -89,10 +89,6 @@ class TrainingJob:
         """True when pods run tfjobgen's own training runtime."""
         return self.command is None
 
-    @property
-    def task_count(self) -> int:
-        return sum(role.replicas for role in self.roles.values())
-
 
 def _role(name: str, spec: dict) -> Role:
     threads = spec.get("threads", {})
