@@ -50,11 +50,16 @@ def _validator(name: str):
 def check(document: Any, name: str) -> list[Problem]:
     """Every schema violation in `document`, one Problem per field, in document order."""
     problems: dict[str, Problem] = {}
+    suggested: set[str] = set()  # fields a "did you mean" already points at
     for error in _validator(name).iter_errors(document):
         for leaf in _leaves(error):
-            problem = _explain(leaf, load(name))
+            problem, suggestion = _explain(leaf, load(name))
             problems.setdefault(problem.field + problem.message, problem)
-    return sorted(problems.values(), key=lambda p: p.field)
+            if suggestion:
+                suggested.add(suggestion)
+    # `replica: 2` is one mistake: "did you mean 'replicas'" says it; "missing 'replicas'" would repeat it.
+    kept = [p for p in problems.values() if not (p.message.startswith("missing required") and p.field in suggested)]
+    return sorted(kept, key=lambda p: p.field)
 
 
 def with_defaults(document: dict, name: str) -> dict:
@@ -129,52 +134,51 @@ _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "text", "bool
                "integer": "a whole number", "number": "a number"}
 
 
-def _explain(error, root: dict) -> Problem:
+def _explain(error, root: dict) -> tuple[Problem, str]:
+    """A Problem for one jsonschema error, and the field a "did you mean" points at ("" if none)."""
     path = list(error.absolute_path)
+    at = field_path(*path)
     owner = _schema_at(root, error.absolute_schema_path)
     hint = owner.get("x-hint")
-    keyword = error.validator
-    value = error.instance
+    keyword, value = error.validator, error.instance
 
     if keyword == "additionalProperties":
         allowed = sorted(owner.get("properties", {}))
-        known = set(owner.get("properties", {}))
-        unknown = [key for key in value if key not in known] if isinstance(value, dict) else []
+        unknown = [key for key in value if key not in allowed] if isinstance(value, dict) else []
         key = unknown[0] if unknown else "?"
         close = difflib.get_close_matches(key, allowed, n=1)
         suggestion = f"; did you mean '{close[0]}'?" if close else ""
-        return Problem(f"unknown field '{key}'{suggestion} (allowed here: {', '.join(allowed)})",
-                       field_path(*path, key))
+        message = f"unknown field '{key}'{suggestion} (allowed here: {', '.join(allowed)})"
+        return Problem(message, field_path(*path, key)), field_path(*path, close[0]) if close else ""
     if keyword == "required":
         missing = error.message.split("'")[1] if "'" in error.message else "?"
-        return Problem(f"missing required field '{missing}'", field_path(*path, missing))
-    if keyword == "enum":
+        message, at = f"missing required field '{missing}'", field_path(*path, missing)
+    elif keyword == "enum":
         options = ", ".join(str(o) for o in error.validator_value)
         close = difflib.get_close_matches(str(value), [str(o) for o in error.validator_value], n=1)
         suggestion = f"; did you mean '{close[0]}'?" if close else ""
-        return Problem(f"{_show(value)} is not allowed{suggestion} (one of: {options})", field_path(*path))
-    if keyword == "const":
-        return Problem(f"must be {_show(error.validator_value)}, not {_show(value)}", field_path(*path))
-    if keyword == "type":
+        message = f"{_show(value)} is not allowed{suggestion} (one of: {options})"
+    elif keyword == "const":
+        message = f"must be {_show(error.validator_value)}, not {_show(value)}"
+    elif keyword == "type":
         wanted = error.validator_value
         wanted = [wanted] if isinstance(wanted, str) else wanted
         names = " or ".join(_TYPE_NAMES.get(w, w) for w in wanted)
         got = _JSON_TYPES.get(type(value), type(value).__name__)
-        text = f"must be {names}, not {got} {_show(value)}" if not isinstance(value, (dict, list)) else \
-            f"must be {names}, not {got}"
+        message = f"must be {names}, not {got}" + ("" if isinstance(value, (dict, list)) else f" {_show(value)}")
         if wanted == ["string"] and isinstance(value, (bool, int, float)):
             hint = hint or f"put it in quotes: \"{_show(value)}\""
-        return Problem(text + (f" ({hint})" if hint else ""), field_path(*path))
-    if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        message += f" ({hint})" if hint else ""
+    elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         relation = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than",
                     "exclusiveMaximum": "less than"}[keyword]
-        return Problem(f"{_show(value)} is out of range: must be {relation} {error.validator_value}",
-                       field_path(*path))
-    if keyword in ("pattern", "not"):
-        return Problem(f"{_show(value)} is not valid" + (f": expected {hint}" if hint else ""), field_path(*path))
-    if keyword in ("minItems", "minLength", "minProperties"):
-        return Problem("must not be empty" if error.validator_value == 1 else error.message, field_path(*path))
-    if keyword in ("maxLength", "maxItems", "maxProperties"):
-        return Problem(f"is too long: at most {error.validator_value}" +
-                       (" entry" if keyword == "maxProperties" else ""), field_path(*path))
-    return Problem(error.message, field_path(*path))
+        message = f"{_show(value)} is out of range: must be {relation} {error.validator_value}"
+    elif keyword in ("pattern", "not"):
+        message = f"{_show(value)} is not valid" + (f": expected {hint}" if hint else "")
+    elif keyword in ("minItems", "minLength", "minProperties"):
+        message = "must not be empty" if error.validator_value == 1 else error.message
+    elif keyword in ("maxLength", "maxItems", "maxProperties"):
+        message = f"is too long: at most {error.validator_value}" + (" entry" if keyword == "maxProperties" else "")
+    else:
+        message = error.message
+    return Problem(message, at), ""
