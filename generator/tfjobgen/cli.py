@@ -48,9 +48,7 @@ def cmd_validate(args) -> int:
 
     profile = pipeline.load_profile(args.profile)
     intents, problems = _load_intents(args.paths)
-    for intent in intents:
-        problems += pipeline.validate(intent, profile)[1]
-    problems += pipeline.duplicates(intents)
+    problems += pipeline.expand(intents, profile).problems  # exactly what the KRM function checks
     problems += repo.unlisted_jobs(args.paths)
     _print_problems(sorted(problems, key=lambda p: (p.file, p.line, p.field)))
     errors = sum(p.is_error for p in problems)

@@ -72,12 +72,9 @@ def _expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]
             f"no TrainingJob among the {len(items)} objects of this build; refusing to emit a set without jobs "
             "(Argo CD would prune every running job). Set allowNoJobs: true in the ClusterProfile if that "
             "is what you mean")]
-    expansion = pipeline.expand(intents, profile)
+    taken = set(positions)
+    expansion = pipeline.expand(intents, profile, [item for i, item in enumerate(items) if i not in taken])
     problems = expansion.problems
-    if expansion.ok:
-        taken = set(positions)
-        others = [item for i, item in enumerate(items) if i not in taken]
-        problems += pipeline.collisions(expansion.objects, intents, others)
     if has_errors(problems):
         return items, _with_sources(intents, problems, root)
     replacement = dict(zip(positions, expansion.objects))

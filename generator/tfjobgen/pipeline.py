@@ -2,10 +2,11 @@
 
     intents --validate--> TrainingJob --plan--> JobPlan --render--> objects --emit--> YAML / JSON
 
-Loading and emitting are I/O and live at the edges (cli.py, krm.py); the
-middle is pure: the same intents and profile always give the same objects.
-Nothing is emitted when any intent has an error, so a bad pull request never
-produces a partial set of objects that Argo CD could prune against.
+The "load" section below reads files; emitting happens at the edges (cli.py,
+krm.py, emit.py). Everything from validate to render is pure: the same intents
+and profile always give the same objects. Nothing is emitted when any intent
+has an error, so a bad pull request never produces a partial set of objects
+that Argo CD could prune against.
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
 
 
 def duplicates(intents: list[Intent]) -> list[Problem]:
+    """A (namespace, name) defined by more than one intent of the build."""
     first: dict[tuple[str, str], Intent] = {}
     problems = []
     for intent in intents:
@@ -156,17 +158,22 @@ class Expansion:
         return not has_errors(self.problems)
 
 
-def expand(intents: list[Intent], profile: ClusterProfile) -> Expansion:
-    """Validate every intent, then plan and render them all, or nothing if any has an error."""
+def expand(intents: list[Intent], profile: ClusterProfile, others: list[dict] = ()) -> Expansion:
+    """Validate every intent, then plan and render them all, or nothing if any has an error.
+
+    `others` are the build's other objects: a generated object may not take one's name.
+    """
     jobs, problems = [], []
     for intent in intents:
         job, found = validate(intent, profile)
         jobs.append(job)
         problems += found
     problems += duplicates(intents)
+    if not has_errors(problems):
+        objects = [backends.render(plan.build(job, profile)) for job in jobs]
+        problems += collisions(objects, intents, list(others))
     if has_errors(problems):
         return Expansion([[] for _ in intents], _sorted(problems))
-    objects = [backends.render(plan.build(job, profile)) for job in jobs]
     return Expansion(objects, _sorted(problems))
 
 
