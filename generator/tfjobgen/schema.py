@@ -81,6 +81,8 @@ def _resolve(subschema: dict, root: dict) -> dict:
     for key, value in subschema.items():
         if key == "properties":
             merged["properties"] = {**merged.get("properties", {}), **value}
+        elif key == "required":  # both lists apply, as with allOf
+            merged["required"] = sorted(set(merged.get("required", [])) | set(value))
         elif key != "$ref":
             merged[key] = value
     return merged

@@ -1,0 +1,82 @@
+"""Write docs/reference.md: every field of the intent and the profile, from the JSON Schemas.
+
+    .venv/bin/python docs/reference.py
+
+The schemas are the single source of truth; this page is derived from them and
+tests/test_docs.py fails when it is out of date.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "generator"))
+
+from tfjobgen import schema  # noqa: E402
+
+
+def _type(node: dict) -> str:
+    if "x-hint" in node and "pattern" in node:
+        return node["x-hint"]
+    if "enum" in node:
+        return " \\| ".join(f"`{v}`" for v in node["enum"])
+    if "const" in node:
+        return f"`{node['const']}`"
+    kind = node.get("type", "")
+    kind = " or ".join(kind) if isinstance(kind, list) else kind
+    if kind == "array" and isinstance(node.get("items"), dict):
+        kind = f"list of {_type(schema._resolve(node['items'], ROOT)) or 'object'}"
+    return kind
+
+
+def _rows(node: dict, path: str, required: set[str], rows: list) -> None:
+    node = schema._resolve(node, ROOT)
+    for key, raw in node.get("properties", {}).items():
+        prop = schema._resolve(raw, ROOT)
+        here = f"{path}.{key}" if path else key
+        if raw.get("$ref") == "#/$defs/role":  # four roles share one shape: list it once, below
+            replicas = raw.get("properties", {}).get("replicas", {})
+            note = f"replicas fixed at {replicas['const']}" if "const" in replicas else "replicas required"
+            rows.append(f"| `{here}` | a role (see [Role](#role)) | {'required' if key in required else ''} | "
+                        f"{raw.get('description', '')} ({note}) |")
+            continue
+        default = json.dumps(prop["default"]) if "default" in prop else ("required" if key in required else "")
+        description = prop.get("description", "").replace("|", "\\|").replace("\n", " ")
+        rows.append(f"| `{here}` | {_type(prop)} | {default} | {description} |")
+        if prop.get("type") == "object" or "properties" in prop:
+            _rows(prop, here, set(prop.get("required", [])), rows)
+        extra = prop.get("additionalProperties")
+        if isinstance(extra, dict) and "properties" in schema._resolve(extra, ROOT):
+            _rows(extra, f"{here}.<name>", set(schema._resolve(extra, ROOT).get("required", [])), rows)
+
+
+def page() -> str:
+    global ROOT
+    out = ["# Field reference", "",
+           "Generated from [schemas/](../schemas/) by `docs/reference.py`; do not edit by hand.", ""]
+    for name, title in ((schema.TRAINING_JOB, "TrainingJob (`jobs/*.yaml`)"),
+                        (schema.CLUSTER_PROFILE, "ClusterProfile (`overlays/<cluster>/cluster-profile.yaml`)")):
+        ROOT = schema.load(name)
+        out += [f"## {title}", "", ROOT.get("description", ""), "",
+                "| field | type | default | meaning |", "| --- | --- | --- | --- |"]
+        rows: list[str] = []
+        _rows(ROOT, "", set(ROOT.get("required", [])), rows)
+        out += rows + [""]
+        if "role" in ROOT.get("$defs", {}):
+            role = ROOT["$defs"]["role"]
+            out += ["### Role", "", "`spec.roles.ps`, `.worker`, `.chief` and `.evaluator` each take these fields.", "",
+                    "| field | type | default | meaning |", "| --- | --- | --- | --- |"]
+            rows = []
+            _rows(role, "", set(role.get("required", [])), rows)
+            out += rows + [""]
+    return "\n".join(out)
+
+
+ROOT: dict = {}
+
+if __name__ == "__main__":
+    (REPO / "docs" / "reference.md").write_text(page())
+    print("wrote docs/reference.md")
