@@ -6,7 +6,7 @@ BUILD  := build
 export KUSTOMIZE_PLUGIN_HOME := $(CURDIR)/plugins
 OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kustomization.yaml))
 
-.PHONY: venv demo build test clean
+.PHONY: venv demo build rendered diff test clean
 
 # The virtual environment, rebuilt when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
@@ -30,6 +30,15 @@ demo: build
 	@for overlay in $(OVERLAYS); do \
 	  echo; echo "== $$overlay"; $(BIN)/tfjobgen summary $(BUILD)/$$overlay.yaml || exit 1; \
 	done
+
+# rendered/: what Argo CD syncs in rendered-manifests mode (docs/gitops.md). Commit it.
+rendered: venv
+	$(BIN)/tfjobgen hydrate
+
+# What this branch does to each cluster, as the pull-request comment shows it.
+BASE ?= origin/main
+diff: venv
+	$(BIN)/tfjobgen diff $(BASE)
 
 test: venv
 	$(BIN)/python -m pytest

@@ -31,10 +31,14 @@ def _resources(directory: str) -> list[str]:
 
 
 def _display_path(path: str) -> str:
-    """A path as the user knows it: relative to the repository root when inside one (kustomize changed our cwd)."""
+    """A path as the user knows it: relative to the repository root when inside one (kustomize changed our cwd).
+
+    The root is the nearest folder with .git, or with both jobs/ and overlays/ (an Argo CD checkout has no .git).
+    """
     folder = os.path.dirname(path)
     while folder != os.path.dirname(folder):
-        if os.path.exists(os.path.join(folder, ".git")):
+        if os.path.exists(os.path.join(folder, ".git")) or all(
+                os.path.isdir(os.path.join(folder, part)) for part in ("jobs", "overlays")):
             return os.path.relpath(path, folder)
         folder = os.path.dirname(folder)
     return os.path.relpath(path)

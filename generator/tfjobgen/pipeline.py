@@ -127,20 +127,26 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
 
 
 def duplicates(intents: list[Intent]) -> list[Problem]:
-    """A (namespace, name) defined by more than one intent of the build."""
-    first: dict[tuple[str, str], Intent] = {}
+    """A job name used by more than one intent of the build, in any namespaces.
+
+    Names are unique in the repository, not just per namespace: a job is known by its
+    name in reviews and diffs, and a name that reappears elsewhere is how a job would
+    silently move namespace.
+    """
+    first: dict[str, Intent] = {}
     problems = []
     for intent in intents:
         ref = intent.ref
-        key = (ref.namespace, ref.name)
-        if key in first:
-            other = first[key]
+        if ref.name in first:
+            other = first[ref.name]
             where = f"{other.file}:{other.document.start_line}" if other.file and other.document else other.file
+            same = other.ref.namespace == ref.namespace
             problems.append(intent.locate(Problem(
-                f"TrainingJob {ref.namespace}/{ref.name} is defined twice" + (f" (also in {where})" if where else "")
-                + ": job names must be unique per namespace", "metadata.name")))
+                f"job name '{ref.name}' is already used" + (f" by {where}" if where else "")
+                + ("" if same else f" (in namespace {other.ref.namespace})")
+                + ": job names must be unique in the repository", "metadata.name")))
         else:
-            first[key] = intent
+            first[ref.name] = intent
     return problems
 
 

@@ -13,6 +13,9 @@ pods are ready), one ConfigMap (cluster spec, endpoint map), one NetworkPolicy
 Why Jobs, for PS too: a Job restarts a failed task (restartPolicy OnFailure,
 bounded by backoffLimit) and can complete. A StatefulSet or Deployment PS
 never completes, so it would hold its (exclusive) cores after training ends.
+
+No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
+"missing" to Argo CD, whose selfHeal would recreate it and train again.
 """
 
 from __future__ import annotations

@@ -1,0 +1,409 @@
+"""`tfjobgen diff BASE_REF`: what a change does to each cluster's jobs, as one Markdown report.
+
+The base revision is read from git (`git archive`, no network, no checkout)
+and built with its own generator; the working tree is built with the current
+one. Both builds go through the same checks Argo CD's path does (deliver.py),
+and the report lists, per cluster: jobs added, removed and changed (per role
+replicas, CPU and memory, topology, QoS, protocol, object counts), what Argo CD
+will do to each running job, and every problem with its file and line.
+
+The pull-request workflow posts the report as one comment, found again on the
+next push by MARKER, and fails when the report has errors.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import describe
+from ..problems import WARNING, InvalidInput, Problem
+from . import build, deliver, policy, tree
+
+MARKER = "<!-- tfjobgen-diff -->"
+ROLES = ("ps", "worker", "chief", "evaluator")
+IGNORED_PATHS = {f"metadata.annotations.{deliver.REVISION}"}  # derived from the rest; shown as "restarts"
+MAX_PATHS = 6
+
+
+# ---- one side of the comparison ------------------------------------------------------
+
+@dataclass
+class Side:
+    """A tree built: per overlay, the objects Argo CD would get (absent when the build failed)."""
+
+    label: str
+    overlays: list[str]
+    jobs: list[tree.JobFile]
+    objects: dict[str, list[dict]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    refused: set[str] = field(default_factory=set)  # built, but refused by the checks of deliver.py
+
+    @property
+    def predates_project(self) -> bool:
+        return not self.overlays and not self.jobs
+
+
+def load_side(root: Path, label: str) -> Side:
+    overlays = tree.overlay_names(root)
+    jobs, problems = tree.job_files(root)
+    readable = not problems  # an unreadable job file would make every patch of it look orphaned
+    side = Side(label, overlays, jobs, problems=problems + deliver.duplicate_names(jobs))
+    builds = build.build_overlays(root, overlays) if overlays else {}
+    for overlay in overlays:
+        result = builds[overlay]
+        side.problems += result.problems + (deliver.patch_problems(root, result.path, jobs) if readable else [])
+        if not result.ok:
+            continue
+        delivered, found = deliver.deliver(result.objects, jobs, result.path)
+        side.problems += found
+        if any(p.is_error for p in found):  # still worth showing; the report says Argo CD would get nothing
+            side.refused.add(overlay)
+            delivered = deliver.annotate(result.objects)
+        side.objects[overlay] = delivered
+    return side
+
+
+def intent_problems(root: Path) -> list[Problem]:
+    """What `tfjobgen validate jobs/` reports (with the embedded profile), relative to root."""
+    from .. import pipeline, repo, source
+
+    folder = root / tree.JOBS
+    if not folder.is_dir():
+        return []
+    intents, problems = [], []
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or path.suffix not in (".yaml", ".yml") or path.name in tree.KUSTOMIZATION_FILES:
+            continue
+        relative = path.relative_to(root).as_posix()
+        try:
+            documents = source.parse_documents(source.read_text(str(path)), relative)
+        except InvalidInput as err:
+            problems += err.problems
+            continue
+        intents += [pipeline.Intent(d.data, relative, d) for d in documents if pipeline.kind_of(d.data) == "intent"]
+    profile = pipeline.load_profile(None)
+    for intent in intents:
+        problems += pipeline.validate(intent, profile)[1]
+    problems += pipeline.duplicates(intents)
+    for problem in repo.unlisted_jobs([str(folder)]):
+        file = Path(problem.file)
+        problems.append(Problem(problem.message, problem.field, problem.severity,
+                                file.relative_to(root).as_posix() if file.is_absolute() else problem.file,
+                                problem.line, problem.ref))
+    return problems
+
+
+def namespace_moves(base: list[tree.JobFile], head: list[tree.JobFile]) -> list[Problem]:
+    """A job whose name stays but whose namespace changes: Argo CD would kill it and start it elsewhere."""
+    before = {job.name: job for job in base}
+    counts = defaultdict(int)
+    for job in head:
+        counts[job.name] += 1
+    problems = []
+    for job in head:
+        old = before.get(job.name) if counts[job.name] == 1 else None  # duplicates are their own error
+        if old and old.namespace != job.namespace:
+            problems.append(Problem(
+                f"job '{job.name}' moves from namespace {old.namespace} to {job.namespace}: Argo CD would delete "
+                f"the running job in {old.namespace} and start it from scratch in {job.namespace}. Retire it (delete "
+                "its file) in one pull request and add it in the new namespace in a later one, or give it a new name",
+                "metadata.namespace", file=job.file, line=job.line))
+    return problems
+
+
+# ---- comparing two builds ---------------------------------------------------------------
+
+@dataclass
+class JobChange:
+    change: str  # added, removed, changed
+    key: str  # namespace/name
+    old: describe.JobSummary | None
+    new: describe.JobSummary | None
+    details: list[str] = field(default_factory=list)  # "Job x: spec.completions, ..."
+    runs: Counter = field(default_factory=Counter)  # run objects (Jobs) recreated, created, deleted
+
+    @property
+    def restarts(self) -> bool:
+        """Any of the job's run objects changes: its pods are replaced (deliver.py's revision makes that all)."""
+        return sum(self.runs.values()) > 0
+
+
+def _by_job(objects: list[dict]) -> dict[str, dict[tuple[str, str], dict]]:
+    grouped: dict[str, dict[tuple[str, str], dict]] = defaultdict(dict)
+    for obj in objects:
+        job = deliver.job_of(obj)
+        if job:
+            meta = obj.get("metadata") or {}
+            grouped[f"{meta.get('namespace', '')}/{job}"][(str(obj.get("kind", "")), str(meta.get("name", "")))] = obj
+    return grouped
+
+
+def changed_paths(old, new, prefix: str = "") -> list[str]:
+    """Dotted paths where two objects differ (a list of another length is one path)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        paths = []
+        for key in sorted(set(old) | set(new)):
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if key not in old or key not in new:
+                paths.append(path)
+            else:
+                paths += changed_paths(old[key], new[key], path)
+        return [p for p in paths if p not in IGNORED_PATHS]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [p for i, (a, b) in enumerate(zip(old, new, strict=True)) for p in changed_paths(a, b, f"{prefix}[{i}]")]
+    return [] if old == new else [prefix or "(whole object)"]
+
+
+def _details(old: dict[tuple[str, str], dict], new: dict[tuple[str, str], dict]) -> tuple[list[str], Counter]:
+    """Object changes of one job (objects with the same change grouped), and what happens to its run objects."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    runs: Counter = Counter()  # recreated, created, deleted
+    for key in sorted(set(old) | set(new)):
+        kind, name = key
+        is_run = any(k == kind for _, k in deliver.RUN_KINDS)
+        if key not in old:
+            groups[(kind, "added")].append(name)
+            runs["created"] += is_run
+        elif key not in new:
+            groups[(kind, "removed")].append(name)
+            runs["deleted"] += is_run
+        elif old[key] != new[key]:
+            paths = changed_paths(old[key], new[key])
+            shown = ", ".join(paths[:MAX_PATHS]) + (f" and {len(paths) - MAX_PATHS} more" if len(paths) > MAX_PATHS
+                                                      else "")
+            groups[(kind, shown or "annotations")].append(name)
+            runs["recreated"] += is_run
+    lines = []
+    for (kind, what), names in groups.items():
+        who = ", ".join(names[:2]) + (f" and {len(names) - 2} more" if len(names) > 2 else "")
+        lines.append(f"{kind} {who}: {what}")
+    return lines, runs
+
+
+def compare(old_objects: list[dict], new_objects: list[dict]) -> list[JobChange]:
+    old_jobs, new_jobs = _by_job(old_objects), _by_job(new_objects)
+    old_summary = {s.key: s for s in describe.jobs(old_objects)}
+    new_summary = {s.key: s for s in describe.jobs(new_objects)}
+    changes = []
+    for key in sorted(set(old_jobs) | set(new_jobs)):
+        if key not in old_jobs:
+            changes.append(JobChange("added", key, None, new_summary.get(key)))
+        elif key not in new_jobs:
+            changes.append(JobChange("removed", key, old_summary.get(key), None))
+        elif old_jobs[key] != new_jobs[key]:
+            details, runs = _details(old_jobs[key], new_jobs[key])
+            changes.append(JobChange("changed", key, old_summary.get(key), new_summary.get(key), details, runs))
+    return changes
+
+
+# ---- the report -------------------------------------------------------------------------
+
+@dataclass
+class Cluster:
+    overlay: str
+    changes: list[JobChange]
+    unchanged: int
+    note: str = ""
+
+
+@dataclass
+class Report:
+    base: str
+    head: str
+    clusters: list[Cluster]
+    problems: list[Problem]
+
+    @property
+    def errors(self) -> int:
+        return sum(p.is_error for p in self.problems)
+
+    @property
+    def warnings(self) -> int:
+        return len(self.problems) - self.errors
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen, unique = set(), []
+    for problem in problems:
+        key = (problem.severity, problem.file, problem.line, problem.field, problem.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(problem)
+    return sorted(unique, key=lambda p: (not p.is_error, p.file, p.line, p.field, p.message))
+
+
+def make_report(root: Path, base_ref: str, crd_dir: str | None = None) -> Report:
+    commit = tree.resolve_commit(root, base_ref)
+    with tempfile.TemporaryDirectory(prefix="tfjobgen-base-") as scratch:
+        base_root = Path(scratch)
+        tree.extract_commit(root, commit, base_root)
+        base = load_side(base_root, f"{base_ref} ({commit[:8]})")
+    head = load_side(root, _head_label(root))
+    problems = list(head.problems) + intent_problems(root) + namespace_moves(base.jobs, head.jobs)
+    clusters = []
+    for overlay in sorted(set(base.overlays) | set(head.overlays)):
+        old, new = base.objects.get(overlay, []), head.objects.get(overlay)
+        if overlay not in head.overlays:
+            clusters.append(Cluster(overlay, compare(old, []), 0,
+                                    "overlay removed: the ApplicationSet stops managing its Application "
+                                    "(applicationsSync: create-update), which keeps its resources; delete "
+                                    "the Application by hand to retire the cluster"))
+            continue
+        if new is None:
+            clusters.append(Cluster(overlay, [], 0, "does not build (see the problems above)"))
+            continue
+        note = ""
+        if overlay in head.refused:
+            note = "builds, but Argo CD would get nothing: the build is refused (see the problems above)"
+        elif base.predates_project:
+            note = "the base revision predates tfjobgen (no jobs/ or overlays/): every job is new"
+        elif overlay not in base.overlays:
+            note = "new cluster: its Application is created on merge"
+        elif overlay not in base.objects:
+            note = "the base revision does not build this overlay, so rows marked added may already run"
+        changes = compare(old, new)
+        unchanged = len(describe.jobs(new)) - sum(c.change != "removed" for c in changes)
+        clusters.append(Cluster(overlay, changes, unchanged, note))
+        for project in policy.projects(root):
+            problems += policy.check(project, overlay, new)
+    problems += output_problems(base, head, crd_dir)
+    return Report(base.label, head.label, clusters, _dedupe(problems))
+
+
+def output_problems(base: Side, head: Side, crd_dir: str | None) -> list[Problem]:
+    """Schema problems of the objects this change adds or changes (unchanged objects were checked before)."""
+    before = {json.dumps(o, sort_keys=True) for objects in base.objects.values() for o in objects}
+    fresh = [(overlay, o) for overlay, objects in head.objects.items() for o in objects
+             if json.dumps(o, sort_keys=True) not in before]
+    if not fresh:
+        return []
+    try:
+        from . import crds
+
+        schemas = crds.load(Path(crd_dir)) if crd_dir else {}
+        found = crds.validate([o for _, o in fresh], schemas)
+    except ImportError as err:
+        return [Problem(f"rendered objects were not validated: {err.name} is not installed "
+                        "(pip install kubernetes-validate)", severity=WARNING)]
+    where = {id(o): overlay for overlay, o in fresh}
+    return [Problem(f"{deliver.describe_object(obj)}: {message}", severity=severity,
+                    file=f"{tree.OVERLAYS}/{where.get(id(obj), '?')}") for obj, severity, message in found]
+
+
+def _head_label(root: Path) -> str:
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=8", "HEAD"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "working tree"
+    return f"working tree ({proc.stdout.strip()})" if proc.returncode == 0 else "working tree"
+
+
+# ---- Markdown -----------------------------------------------------------------------------
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ") or "-"
+
+
+def _change(old: str, new: str) -> str:
+    return new if old == new else f"{old} → **{new}**"
+
+
+def _row(change: JobChange) -> list[str]:
+    old, new = change.old, change.new
+    now = new or old
+    cells = []
+    for role in ROLES:
+        before = describe.role_text(old.roles.get(role)) if old else "-"
+        after = describe.role_text(new.roles.get(role)) if new else "-"
+        cells.append(_change(before, after) if old and new else (after if new else before))
+    for attribute in ("topology", "qos"):
+        before, after = (getattr(old, attribute) if old else ""), (getattr(new, attribute) if new else "")
+        cells.append(_change(before, after) if old and new else (after or before))
+    protocol = [f"{s.protocol} ({s.api})" if s else "" for s in (old, new)]
+    cells.append(_change(*protocol) if old and new else (protocol[1] or protocol[0]))
+    counts = [str(sum(s.objects.values())) if s else "" for s in (old, new)]
+    cells.append(_change(*counts) if old and new else (counts[1] or counts[0]))
+    if change.change == "added":
+        rollout = "starts"
+    elif change.change == "removed":
+        rollout = "**stops**: pruned, its pods are deleted"
+    elif change.restarts:
+        counts = [f"{change.runs[what]} Job(s) {what}" for what in ("recreated", "created", "deleted")
+                  if change.runs[what]]
+        rollout = "**restarts**: " + ", ".join(counts)
+    else:
+        rollout = "updated in place"
+    return [change.change, f"`{now.key if now else change.key}`", *cells, rollout]
+
+
+def to_markdown(report: Report) -> str:
+    out = [MARKER, "## tfjobgen: what this change does to the clusters", "",
+           f"Base `{report.base}` → head `{report.head}`.", ""]
+    if report.errors:
+        out.append(f"**{report.errors} error(s)** must be fixed before merging"
+                   + (f"; {report.warnings} warning(s)." if report.warnings else "."))
+    elif report.warnings:
+        out.append(f"No errors; {report.warnings} warning(s).")
+    else:
+        out.append("No problems found.")
+    out += ["", "| cluster | added | changed | removed | unchanged |", "|---|---|---|---|---|"]
+    for cluster in report.clusters:
+        count = {c: sum(1 for x in cluster.changes if x.change == c) for c in ("added", "changed", "removed")}
+        out.append(f"| {cluster.overlay} | {count['added']} | {count['changed']} | {count['removed']} | "
+                   f"{cluster.unchanged} |")
+    if report.problems:
+        out += ["", "### Problems", "", "| | where | field | problem |", "|---|---|---|---|"]
+        for p in report.problems:
+            where = f"{p.file}:{p.line}" if p.file and p.line else p.file
+            out.append(f"| {'error' if p.is_error else 'warning'} | {_cell(f'`{where}`' if where else '')} | "
+                       f"{_cell(f'`{p.field}`' if p.field else '')} | {_cell(p.message)} |")
+    headers = ["change", "job", "PS", "workers", "chief", "evaluator", "topology", "QoS", "protocol", "objects",
+               "rollout"]
+    for cluster in report.clusters:
+        out += ["", f"### Cluster `{cluster.overlay}`", ""]
+        if cluster.note:
+            out += [f"_{cluster.note}_", ""]
+        if not cluster.changes:
+            out.append("No job changes.")
+            continue
+        out += ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        out += ["| " + " | ".join(_cell(c) for c in _row(change)) + " |" for change in cluster.changes]
+        detailed = [c for c in cluster.changes if c.details]
+        if detailed:
+            out += ["", f"<details><summary>Object changes in {cluster.overlay}</summary>", ""]
+            for change in detailed:
+                out.append(f"- `{change.key}`")
+                out += [f"  - {line}" for line in change.details]
+            out += ["", "</details>"]
+    if any(c.restarts for cluster in report.clusters for c in cluster.changes):
+        out += ["", "A job that **restarts** loses the progress since its last checkpoint: Argo CD deletes and "
+                    "recreates all its Jobs together (docs/gitops.md, \"Changing a running job\")."]
+    return "\n".join(out) + "\n"
+
+
+def run(root: Path, base_ref: str, output: str | None = None, crd_dir: str | None = None,
+        out=sys.stdout, err=sys.stderr) -> int:
+    """The command: write the report; 0 without errors, 1 with errors, 2 when it cannot run."""
+    if not tree.is_tree(root):
+        print(f"tfjobgen diff: run it from the repository root (the folder with {tree.OVERLAYS}/); {root} has none",
+              file=err)
+        return 2
+    report = make_report(root, base_ref, crd_dir)
+    text = to_markdown(report)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        out.write(text)
+    for problem in report.problems:
+        print(problem.format(), file=err)
+    if report.errors:
+        print(f"tfjobgen diff: {report.errors} error(s)", file=err)
+        return 1
+    return 0

@@ -1,0 +1,87 @@
+"""What Argo CD itself would refuse, found before the merge: the AppProject's limits.
+
+The AppProject in argocd/ lists, per cluster, the namespaces a training
+Application may sync to and the kinds it may create. A job in a namespace the
+project does not permit would fail to sync after the merge; the PR diff says so
+before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from .. import source
+from ..problems import InvalidInput, Problem
+from .deliver import group_kind
+
+ARGOCD = "argocd"
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    file: str
+    spec: dict
+
+    def destinations(self, cluster: str) -> list[str]:
+        """Namespace patterns the project permits on `cluster` (a cluster is named as in Argo CD)."""
+        found = []
+        for destination in self.spec.get("destinations") or []:
+            if isinstance(destination, dict) and fnmatchcase(cluster, str(destination.get("name", ""))):
+                found.append(str(destination.get("namespace", "")))
+        return found
+
+    def permits_kind(self, group: str, kind: str, namespaced: bool) -> bool:
+        key = "namespaceResourceWhitelist" if namespaced else "clusterResourceWhitelist"
+        allowed = self.spec.get(key)
+        if allowed is None and namespaced:
+            return True  # Argo CD: no namespaced whitelist means every namespaced kind
+        return any(isinstance(entry, dict) and fnmatchcase(group, str(entry.get("group", "")))
+                   and fnmatchcase(kind, str(entry.get("kind", ""))) for entry in allowed or [])
+
+
+def projects(root: Path) -> list[Project]:
+    """AppProjects defined under argocd/ (none when the folder is absent)."""
+    found = []
+    folder = root / ARGOCD
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.rglob("*.yaml")):
+        try:
+            documents = source.parse_documents(source.read_text(str(path)), str(path))
+        except InvalidInput:
+            continue
+        for document in documents:
+            data = document.data
+            if isinstance(data, dict) and data.get("kind") == "AppProject" and isinstance(data.get("spec"), dict):
+                found.append(Project(str((data.get("metadata") or {}).get("name", "")),
+                                     path.relative_to(root).as_posix(), data["spec"]))
+    return found
+
+
+def check(project: Project, cluster: str, objects: list[dict]) -> list[Problem]:
+    """Objects of one cluster's build that the project would refuse to sync."""
+    patterns = project.destinations(cluster)
+    if not patterns:
+        return [Problem(f"AppProject {project.name} has no destination for cluster '{cluster}', so Argo CD would "
+                        f"refuse its Application: add destinations with name: {cluster}", file=project.file)]
+    problems, reported = [], set()
+    for obj in objects:
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        namespace = str(meta.get("namespace") or "")
+        group, kind = group_kind(obj)
+        if namespace and not any(fnmatchcase(namespace, p) for p in patterns) and namespace not in reported:
+            reported.add(namespace)
+            problems.append(Problem(
+                f"namespace {namespace} is not a destination of AppProject {project.name} on cluster '{cluster}' "
+                f"(it permits {', '.join(sorted(patterns))}), so Argo CD would refuse to sync it: add "
+                f"{{name: {cluster}, namespace: {namespace}}} to its destinations", file=project.file))
+        if not project.permits_kind(group, kind, bool(namespace)) and (group, kind) not in reported:
+            reported.add((group, kind))
+            scope = "namespaceResourceWhitelist" if namespace else "clusterResourceWhitelist"
+            problems.append(Problem(
+                f"AppProject {project.name} does not permit kind {kind} (group '{group}') in its {scope}, so Argo "
+                f"CD would refuse to sync {cluster}", file=project.file))
+    return problems

@@ -1,0 +1,138 @@
+"""The repository's GitOps layout, read from a folder: a checkout, or a commit extracted from git.
+
+    jobs/<job>.yaml                  one TrainingJob per file: the inventory of jobs
+    overlays/<cluster>/              one kustomization per cluster (Argo CD: one Application each)
+    rendered/<cluster>/<ns>/<job>.yaml   what `tfjobgen hydrate` writes
+
+A base commit is read with `git archive` into a temporary folder, so a diff
+never touches the repository's index, worktrees or refs.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import source
+from ..problems import InvalidInput, Problem
+
+JOBS, OVERLAYS, RENDERED = "jobs", "overlays", "rendered"
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+INTENT_GROUP, INTENT_KIND = "tfjobgen.dev", "TrainingJob"
+# What a build needs from a commit (everything else, rendered/ included, is not read).
+BUILD_INPUTS = (JOBS, "bases", OVERLAYS, "plugins", "generator", "schemas", "pyproject.toml")
+
+
+class GitError(Exception):
+    """A git command failed; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class JobFile:
+    """A TrainingJob as written in jobs/: its name, namespace and where its name is written."""
+
+    name: str
+    namespace: str
+    file: str  # relative to the tree's root, with '/'
+    line: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def is_tree(root: Path) -> bool:
+    """A folder laid out like this repository (an overlays/ folder is what every mode builds)."""
+    return (root / OVERLAYS).is_dir()
+
+
+def overlay_names(root: Path) -> list[str]:
+    """Clusters: the folders under overlays/ that hold a kustomization, sorted."""
+    folder = root / OVERLAYS
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir()
+                  if p.is_dir() and any((p / name).is_file() for name in KUSTOMIZATION_FILES))
+
+
+def is_intent(document) -> bool:
+    if not isinstance(document, dict):
+        return False
+    group = str(document.get("apiVersion", "")).split("/")[0]
+    return group == INTENT_GROUP and document.get("kind") == INTENT_KIND
+
+
+def job_files(root: Path) -> tuple[list[JobFile], list[Problem]]:
+    """Every TrainingJob under jobs/ (sorted by file), and problems of files that cannot be read."""
+    folder = root / JOBS
+    jobs: list[JobFile] = []
+    problems: list[Problem] = []
+    if not folder.is_dir():
+        return jobs, problems
+    paths = sorted(p for p in folder.rglob("*")
+                   if p.is_file() and p.suffix in (".yaml", ".yml") and p.name not in KUSTOMIZATION_FILES
+                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    for path in paths:
+        relative = path.relative_to(root).as_posix()
+        try:
+            documents = source.parse_documents(source.read_text(str(path)), relative)
+        except InvalidInput as err:
+            problems += err.problems
+            continue
+        for document in documents:
+            if not is_intent(document.data):
+                continue
+            meta = document.data.get("metadata")
+            meta = meta if isinstance(meta, dict) else {}
+            jobs.append(JobFile(str(meta.get("name", "")), str(meta.get("namespace", "")), relative,
+                                document.line_of("metadata.name")))
+    return jobs, problems
+
+
+# ---- git (read-only) ------------------------------------------------------------
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=120)
+    except FileNotFoundError:
+        raise GitError("git is not installed") from None
+
+
+def resolve_commit(root: Path, ref: str) -> str:
+    """The full commit id `ref` names, or a GitError that says how to get it."""
+    if _git(root, "rev-parse", "--git-dir").returncode != 0:
+        raise GitError(f"{root} is not inside a git repository")
+    proc = _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    if proc.returncode != 0:
+        raise GitError(f"unknown revision '{ref}': fetch it first (git fetch origin <branch>; in GitHub Actions "
+                       "check out with fetch-depth: 0)")
+    return proc.stdout.decode().strip()
+
+
+def extract_commit(root: Path, commit: str, destination: Path) -> None:
+    """Write the build inputs of `commit` under `destination` (nothing, for a commit that predates them)."""
+    listing = _git(root, "ls-tree", "--name-only", commit)
+    if listing.returncode != 0:
+        raise GitError(f"git ls-tree {commit} failed: {listing.stderr.decode().strip()}")
+    present = [name for name in listing.stdout.decode().splitlines() if name in BUILD_INPUTS]
+    if not present:
+        return
+    archive = _git(root, "archive", "--format=tar", commit, "--", *present)
+    if archive.returncode != 0:
+        raise GitError(f"git archive {commit} failed: {archive.stderr.decode().strip()}")
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(destination, filter="data")
+        else:  # Python before 3.11.4: refuse anything that would land outside destination
+            for member in tar.getmembers():
+                target = (destination / member.name).resolve()
+                if not str(target).startswith(str(destination.resolve())) or member.issym() or member.islnk():
+                    raise GitError(f"refusing to extract {member.name} from {commit}")
+            tar.extractall(destination)  # noqa: S202 - members checked above

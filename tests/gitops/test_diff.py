@@ -1,0 +1,151 @@
+"""`tfjobgen diff BASE_REF`: the semantic diff the pull-request workflow posts as one comment.
+
+Each test makes its own git repository under tmp_path (a small copy of this
+repository), commits a base, changes the working tree and runs the command as
+CI does. Nothing touches this repository's git state.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from gitops_support import commit_all, copy_repo, git, tfjobgen, write_job_list
+from tfjobgen.gitops import diff
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repo = copy_repo(tmp_path / "repo")
+    commit_all(repo, "base")
+    return repo
+
+
+def add_job(repo, name, namespace, like="scene2-case1.yaml"):
+    data = yaml.safe_load((repo / "jobs" / like).read_text())
+    data["metadata"].update(name=name, namespace=namespace)
+    (repo / "jobs" / f"{name}.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    write_job_list(repo)
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new))
+
+
+def section(report: str, cluster: str) -> str:
+    start = report.index(f"### Cluster `{cluster}`")
+    end = report.find("### Cluster", start + 1)
+    return report[start:end if end > 0 else None]
+
+
+def row(report: str, cluster: str, job: str) -> list[str]:
+    for line in section(report, cluster).splitlines():
+        if f"| `{job}` |" in line:
+            return [c.strip() for c in line.strip().strip("|").split(" | ")]
+    raise AssertionError(f"no row for {job} in {cluster}:\n{section(report, cluster)}")
+
+
+def assert_tables_are_well_formed(report: str) -> None:
+    """Every Markdown table row has as many cells as its header (no stray '|' from the data)."""
+    width = None
+    for line in report.splitlines():
+        if not line.startswith("|"):
+            width = None
+            continue
+        cells = len(re.split(r"(?<!\\)\|", line)) - 2
+        width = width or cells
+        assert cells == width, f"malformed table row: {line}"
+
+
+def test_added_changed_and_removed_jobs_per_cluster(repo):
+    add_job(repo, "ctr-small", "placement-experiments")
+    edit(repo / "jobs" / "wide-deep.yaml", "worker: {replicas: 32,", "worker: {replicas: 40,")
+    (repo / "jobs" / "scene2-case1.yaml").unlink()
+    write_job_list(repo)
+    proc = tfjobgen(repo, "diff", "main")
+    assert proc.returncode == 0, proc.stderr
+    report = proc.stdout
+    assert report.startswith(diff.MARKER + "\n")
+    assert_tables_are_well_formed(report)
+    assert "| seed-80c | 1 | 1 | 1 | 1 |" in report
+    assert "| prod-96c | 1 | 0 | 1 | 2 |" in report, "prod-96c pins wide-deep to 48 workers: no change there"
+
+    added = row(report, "seed-80c", "placement-experiments/ctr-small")
+    assert added[0] == "added" and added[2] == "1 x 16 CPU/64Gi" and added[-1] == "starts"
+    changed = row(report, "seed-80c", "ml-training/wide-deep")
+    assert changed[0] == "changed"
+    assert changed[2] == "4 x 8 CPU/32Gi", "PS unchanged"
+    assert changed[3] == "32 x 4 CPU/8Gi → **40 x 4 CPU/8Gi**"
+    assert changed[6:10] == ["spread", "cpuset", "grpc (tf2)", "7"]
+    assert changed[-1] == "**restarts**: 4 Job(s) recreated"
+    removed = row(report, "seed-80c", "placement-experiments/scene2-case1")
+    assert removed[0] == "removed" and "pruned" in removed[-1]
+    details = section(report, "seed-80c")
+    assert "ConfigMap wide-deep-cluster: data.cluster.json" in details
+    assert "spec.completions, spec.parallelism" in details
+    assert "No problems found." in report
+
+
+def test_a_base_that_predates_the_project(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("an empty project\n")
+    commit_all(repo, "before tfjobgen")
+    copy_repo(repo)
+    proc = tfjobgen(repo, "diff", "HEAD")
+    assert proc.returncode == 0, proc.stderr
+    assert "predates tfjobgen (no jobs/ or overlays/): every job is new" in proc.stdout
+    assert "| seed-80c | 3 | 0 | 0 | 0 |" in proc.stdout
+
+
+def test_an_invalid_job_fails_with_its_file_and_line_in_the_report(repo):
+    edit(repo / "jobs" / "wide-deep.yaml", "memory: 32Gi}", "memory: 32 gigs}")
+    proc = tfjobgen(repo, "diff", "main")
+    assert proc.returncode == 1
+    assert_tables_are_well_formed(proc.stdout)
+    problem = next(line for line in proc.stdout.splitlines() if "32 gigs" in line)
+    assert problem.startswith("| error | `jobs/wide-deep.yaml:15` | `spec.roles.ps.memory` |"), problem
+    assert "does not build (see the problems above)" in proc.stdout
+    assert "jobs/wide-deep.yaml:15: spec.roles.ps.memory" in proc.stderr
+
+
+def test_namespace_moves_duplicate_names_and_forbidden_namespaces_are_errors(repo):
+    edit(repo / "jobs" / "scene2-case1.yaml", "namespace: placement-experiments", "namespace: ml-training")
+    (repo / "jobs" / "wide-deep-copy.yaml").write_text(  # the same name in another namespace
+        (repo / "jobs" / "wide-deep.yaml").read_text().replace("namespace: ml-training",
+                                                                "namespace: placement-experiments"))
+    add_job(repo, "research-probe", "research")
+    proc = tfjobgen(repo, "diff", "main")
+    assert proc.returncode == 1, proc.stdout
+    report = proc.stdout
+    assert_tables_are_well_formed(report)
+    assert "job 'scene2-case1' moves from namespace placement-experiments to ml-training" in report
+    assert "job name 'wide-deep' is already used by jobs/wide-deep-copy.yaml" in report
+    assert "namespace research is not a destination of AppProject tfjobgen on cluster 'seed-80c'" in report
+    assert "`argocd/base/project.yaml`" in report
+
+
+def test_diff_outside_the_repository_root_says_where_to_run_it(tmp_path):
+    proc = tfjobgen(tmp_path, "diff", "main")
+    assert proc.returncode == 2 and "run it from the repository root" in proc.stderr
+
+
+def test_an_unknown_base_revision_says_how_to_fetch_it(repo):
+    proc = tfjobgen(repo, "diff", "origin/main")
+    assert proc.returncode == 2
+    assert "unknown revision 'origin/main'" in proc.stderr and "fetch-depth: 0" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_the_base_is_read_from_git_without_touching_the_repository(repo):
+    status, head = git(repo, "status", "--porcelain"), git(repo, "rev-parse", "HEAD")
+    edit(repo / "jobs" / "wide-deep.yaml", "worker: {replicas: 32,", "worker: {replicas: 36,")
+    assert tfjobgen(repo, "diff", "main").returncode == 0
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "worktree", "list").count("\n") == 0, "no worktree was added"
+    assert git(repo, "status", "--porcelain") != status  # only the edit
+    assert git(repo, "stash", "list") == ""

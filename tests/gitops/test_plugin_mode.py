@@ -1,0 +1,168 @@
+"""Plugin mode, run the way Argo CD runs it: plugin.yaml's generate command in the app folder.
+
+The command runs with the ARGOCD_APP_* variables set, on a copy of the repository
+whose files lost their exec bits (what Argo CD does without preserveFileMode), with
+`kustomize` on PATH: a real one when installed, else a shim that forwards
+`kustomize build ARGS` to `kubectl kustomize ARGS` (the same kustomize engine,
+v5.5; Argo CD's sidecar has 5.8). Every broken build must end with a non-zero
+exit and nothing on stdout, so Argo CD syncs nothing and prunes nothing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import OVERLAYS, REPO, need
+from gitops_support import (committed_rendered_documents, copy_repo, documents, kustomize_shim, load_objects,
+                            run_cmp_generate, strip_exec_bits, write_job_list)
+
+
+@pytest.fixture(scope="module")
+def shim(tmp_path_factory):
+    return kustomize_shim(tmp_path_factory.mktemp("bin"))
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """A small copy of the repository as Argo CD hands it to the sidecar: no exec bits anywhere."""
+    repo = copy_repo(tmp_path / "repo")
+    strip_exec_bits(repo)
+    return repo
+
+
+def test_generate_builds_an_overlay_from_a_checkout_without_exec_bits(checkout, shim):
+    plugin = checkout / "plugins" / "tfjobgen.dev" / "v1alpha1" / "clusterprofile" / "ClusterProfile"
+    assert not plugin.stat().st_mode & 0o111, "the copy should have lost its exec bits"
+    proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim)
+    assert proc.returncode == 0, proc.stderr
+    objects = load_objects(proc.stdout)
+    kinds = {o["kind"] for o in objects}
+    assert kinds == {"ConfigMap", "Service", "NetworkPolicy", "Job"}, kinds
+    jobs = {o["metadata"]["labels"]["tfjobgen.dev/job"] for o in objects}
+    assert jobs == {"deeprec-ctr", "scene2-case1", "wide-deep"}
+    for job in (o for o in objects if o["kind"] == "Job"):
+        annotations = job["metadata"]["annotations"]
+        assert annotations["argocd.argoproj.io/sync-options"] == "Force=true,Replace=true"
+        assert len(annotations["tfjobgen.dev/revision"]) == 12
+
+
+def test_a_plain_build_of_that_checkout_fails_loudly(checkout, shim):
+    """Why generate copies the plugins: with exec bits stripped, kustomize refuses the plugin (non-zero exit)."""
+    proc = subprocess.run([str(shim / "kustomize"), "build", "--enable-alpha-plugins", "."],
+                          cwd=checkout / "overlays" / "seed-80c", capture_output=True, text=True,
+                          env={"KUSTOMIZE_PLUGIN_HOME": str(checkout / "plugins"), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode != 0 and "TrainingJob" not in proc.stdout
+    assert "unexecutable plugin" in proc.stderr or "permission denied" in proc.stderr, proc.stderr
+
+
+def test_plugin_mode_and_rendered_mode_give_the_same_objects_for_the_same_commit(tmp_path, shim):
+    """Every overlay of the real repository: generate's output equals the committed rendered/ tree.
+
+    (test_rendered_mode checks that rendered/ is what `tfjobgen hydrate` writes from these sources.)
+    """
+    repo = copy_repo(tmp_path / "repo", jobs=None)
+    strip_exec_bits(repo)
+    for overlay in OVERLAYS:
+        proc = run_cmp_generate(repo / "overlays" / overlay, repo, shim)
+        assert proc.returncode == 0, f"{overlay}: {proc.stderr}"
+        # Object by object, byte for byte (both modes write YAML with the same writer).
+        assert sorted(documents(proc.stdout)) == sorted(committed_rendered_documents(overlay)), \
+            f"{overlay}: plugin mode and rendered/ differ; if rendered/ is stale, run `tfjobgen hydrate`"
+
+
+# ---- fail loud: nothing on stdout, a non-zero exit, a message that says why -------------------------
+
+def _refused(proc, *phrases: str) -> None:
+    assert proc.returncode != 0, f"generate should have failed:\n{proc.stderr}"
+    assert proc.stdout.strip() == "", "a failed generate must print no objects"
+    for phrase in phrases:
+        assert phrase in proc.stderr, f"expected {phrase!r} in:\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr
+
+
+def test_refuses_a_build_where_the_function_did_not_run(checkout, shim):
+    """tfjobgen as an exec KRM function: kustomize without --enable-exec skips it silently (exit 0).
+
+    The intents then come out unexpanded; generate refuses them instead of handing Argo CD
+    a set without the jobs' objects.
+    """
+    overlay = checkout / "overlays" / "seed-80c"
+    profile = yaml.safe_load((overlay / "cluster-profile.yaml").read_text())
+    profile["metadata"]["annotations"] = {"config.kubernetes.io/function": "exec:\n  path: tfjobgen-krm\n"}
+    (overlay / "cluster-profile.yaml").write_text(yaml.safe_dump(profile))
+    proc = run_cmp_generate(overlay, checkout, shim)
+    _refused(proc, "the tfjobgen function did not run", "TrainingJob ml-training/")
+
+
+def test_refuses_a_build_where_the_profile_is_a_resource(checkout, shim):
+    """The ClusterProfile listed under resources: instead of transformers: nothing expands the intents."""
+    (checkout / "overlays" / "seed-80c" / "kustomization.yaml").write_text(
+        "resources:\n- ../../bases\n- cluster-profile.yaml\n")
+    proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim)
+    _refused(proc, "the tfjobgen function did not run", "ClusterProfile")
+
+
+def test_refuses_an_empty_build(checkout, shim):
+    """An overlay that lost its resources and its transformer builds to nothing."""
+    (checkout / "overlays" / "seed-80c" / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
+    proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim)
+    _refused(proc, "kustomize printed no objects", "refusing an empty set")
+
+
+def test_refuses_a_build_without_jobs_even_with_its_transformer(checkout, shim):
+    """The function itself refuses a build with no TrainingJob (allowNoJobs is not set)."""
+    kustomization = checkout / "overlays" / "seed-80c" / "kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace("- ../../bases", "[]").replace("resources:\n",
+                                                                                             "resources: "))
+    proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim)
+    _refused(proc, "no TrainingJob")
+
+
+def test_refuses_a_build_that_lost_a_job(checkout, shim):
+    """A job file that jobs/kustomization.yaml no longer lists would be pruned: refused."""
+    listing = checkout / "jobs" / "kustomization.yaml"
+    listing.write_text(listing.read_text().replace("- wide-deep.yaml\n", ""))
+    proc = run_cmp_generate(checkout / "overlays" / "prod-96c", checkout, shim)
+    _refused(proc, "1 of the 3 job(s) in jobs/ are missing", "ml-training/wide-deep (jobs/wide-deep.yaml:")
+
+
+def test_refuses_an_invalid_job_with_its_file_and_line(checkout, shim):
+    job = checkout / "jobs" / "wide-deep.yaml"
+    job.write_text(job.read_text().replace("ps: {replicas: 4, cpu: 8, memory: 32Gi}",
+                                           "ps: {replicas: 4, cpu: 8, memory: 32Gb}"))
+    proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim)
+    _refused(proc, "jobs/wide-deep.yaml:15: spec.roles.ps.memory", "Kubernetes quantity")
+
+
+@pytest.mark.parametrize("namespace", ["ml-training", "placement-experiments"])
+def test_refuses_two_jobs_with_the_same_name(checkout, shim, namespace):
+    """Same name, same namespace (kustomize itself refuses) or another namespace (only tfjobgen does)."""
+    copy = yaml.safe_load((checkout / "jobs" / "scene2-case1.yaml").read_text())
+    copy["metadata"].update(name="wide-deep", namespace=namespace)
+    (checkout / "jobs" / "wide-deep-copy.yaml").write_text(yaml.safe_dump(copy))
+    write_job_list(checkout)
+    proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim)
+    _refused(proc, "jobs/wide-deep.yaml:7: metadata.name: job name 'wide-deep' is already used by "
+                   "jobs/wide-deep-copy.yaml:4")
+
+
+def test_generate_needs_the_repository_layout(tmp_path, shim):
+    lonely = tmp_path / "somewhere" / "overlays" / "x"
+    lonely.mkdir(parents=True)
+    proc = run_cmp_generate(lonely, tmp_path, shim)
+    _refused(proc, "no overlays/ and jobs/ at or above")
+
+
+def test_python_and_kustomize_are_what_the_sidecar_provides():
+    """generate calls only bash, python3 (with tfjobgen's dependencies), kustomize and coreutils."""
+    spec = yaml.safe_load((REPO / "argocd" / "plugin" / "plugin.yaml").read_text())["spec"]
+    assert spec["preserveFileMode"] is True
+    script = spec["generate"]["args"][0]
+    assert script.startswith("set -euo pipefail"), "generate must fail when any part of its pipeline fails"
+    assert "kustomize build --enable-alpha-plugins ." in script
+    assert "python3 -m tfjobgen.gitops.deliver" in script
+    need("bash", "/bin/bash")
