@@ -113,20 +113,26 @@ def test_an_invalid_job_fails_with_its_file_and_line_in_the_report(repo):
     assert "jobs/wide-deep.yaml:15: spec.roles.ps.memory" in proc.stderr
 
 
-def test_namespace_moves_duplicate_names_and_forbidden_namespaces_are_errors(repo):
+def test_namespace_moves_and_forbidden_namespaces_are_errors(repo):
     edit(repo / "jobs" / "scene2-case1.yaml", "namespace: placement-experiments", "namespace: ml-training")
-    (repo / "jobs" / "wide-deep-copy.yaml").write_text(  # the same name in another namespace
-        (repo / "jobs" / "wide-deep.yaml").read_text().replace("namespace: ml-training",
-                                                                "namespace: placement-experiments"))
     add_job(repo, "research-probe", "research")
     proc = tfjobgen(repo, "diff", "main")
     assert proc.returncode == 1, proc.stdout
     report = proc.stdout
     assert_tables_are_well_formed(report)
     assert "job 'scene2-case1' moves from namespace placement-experiments to ml-training" in report
-    assert "job name 'wide-deep' is already used by jobs/wide-deep-copy.yaml" in report
     assert "namespace research is not a destination of AppProject tfjobgen on cluster 'seed-80c'" in report
     assert "`argocd/base/project.yaml`" in report
+
+
+def test_two_jobs_with_one_name_are_an_error_even_in_different_namespaces(repo):
+    (repo / "jobs" / "wide-deep-copy.yaml").write_text(  # the same name in another namespace
+        (repo / "jobs" / "wide-deep.yaml").read_text().replace("namespace: ml-training",
+                                                                "namespace: placement-experiments"))
+    proc = tfjobgen(repo, "diff", "main")
+    assert proc.returncode == 1, proc.stdout
+    assert_tables_are_well_formed(proc.stdout)
+    assert "job name 'wide-deep' is already used by jobs/wide-deep-copy.yaml" in proc.stdout
 
 
 def test_diff_outside_the_repository_root_says_where_to_run_it(tmp_path):
