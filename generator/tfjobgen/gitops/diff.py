@@ -13,6 +13,7 @@ next push by MARKER, and fails when the report has errors.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import describe
-from ..problems import WARNING, InvalidInput, Problem
+from ..problems import WARNING, Problem
 from . import build, deliver, policy, tree
 
 MARKER = "<!-- tfjobgen-diff -->"
@@ -70,33 +71,17 @@ def load_side(root: Path, label: str) -> Side:
 
 
 def intent_problems(root: Path) -> list[Problem]:
-    """What `tfjobgen validate jobs/` reports (with the embedded profile), relative to root."""
-    from .. import pipeline, repo, source
+    """What `tfjobgen validate jobs/` reports (with the embedded profile), with paths relative to root."""
+    from .. import pipeline, repo
 
     folder = root / tree.JOBS
     if not folder.is_dir():
         return []
-    intents, problems = [], []
-    for path in sorted(folder.rglob("*")):
-        if not path.is_file() or path.suffix not in (".yaml", ".yml") or path.name in tree.KUSTOMIZATION_FILES:
-            continue
-        relative = path.relative_to(root).as_posix()
-        try:
-            documents = source.parse_documents(source.read_text(str(path)), relative)
-        except InvalidInput as err:
-            problems += err.problems
-            continue
-        intents += [pipeline.Intent(d.data, relative, d) for d in documents if pipeline.kind_of(d.data) == "intent"]
-    profile = pipeline.load_profile(None)
-    for intent in intents:
-        problems += pipeline.validate(intent, profile)[1]
-    problems += pipeline.duplicates(intents)
-    for problem in repo.unlisted_jobs([str(folder)]):
-        file = Path(problem.file)
-        problems.append(Problem(problem.message, problem.field, problem.severity,
-                                file.relative_to(root).as_posix() if file.is_absolute() else problem.file,
-                                problem.line, problem.ref))
-    return problems
+    intents, problems = pipeline.load_intents([str(folder)])
+    problems += pipeline.expand(intents, pipeline.load_profile(None)).problems
+    problems += repo.unlisted_jobs([str(folder)])
+    return [dataclasses.replace(p, file=Path(p.file).relative_to(root).as_posix())
+            if Path(p.file).is_absolute() else p for p in problems]
 
 
 def namespace_moves(base: list[tree.JobFile], head: list[tree.JobFile]) -> list[Problem]:
