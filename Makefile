@@ -11,14 +11,14 @@ OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kus
 # The virtual environment, rebuilt when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing tfjobgen and its test tools into $(VENV) ..."
-	@$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+	@echo "installing tfjobgen, its training runtime (tensorflow-cpu) and test tools into $(VENV) ..."
+	@$(BIN)/pip install --quiet --disable-pip-version-check -e '.[runtime,test]'
 	@touch $@
 
 venv: $(VENV)/.installed
 
 # Build every overlay with kubectl's kustomize (the tfjobgen plugin expands the jobs),
-# then say what each job became.
+# then say what each job became, then train the README's job locally with real TensorFlow.
 build: venv
 	@mkdir -p $(BUILD)
 	@for overlay in $(OVERLAYS); do \
@@ -30,6 +30,8 @@ demo: build
 	@for overlay in $(OVERLAYS); do \
 	  echo; echo "== $$overlay"; $(BIN)/tfjobgen summary $(BUILD)/$$overlay.yaml || exit 1; \
 	done
+	@echo; echo "== tfjobgen run-local jobs/wide-deep.yaml --steps 200"
+	@$(BIN)/tfjobgen run-local jobs/wide-deep.yaml --steps 200
 
 # rendered/: what Argo CD syncs in rendered-manifests mode (docs/gitops.md). Commit it.
 rendered: venv

@@ -20,7 +20,7 @@ import sys
 from . import __version__
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.gitops.command",)
+FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.gitops.command", "tfjobgen.local.command")
 
 
 class _UsageError(Exception):

@@ -1,0 +1,207 @@
+"""run-local from start to end: render, check, plan, run (retrying on a port collision), summarise.
+
+This process never imports TensorFlow: the tasks do.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.metadata
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from .. import pipeline, pods as pods_lib
+from . import machine as machine_lib, ports as ports_lib, shape as shape_lib, summary, tasks as tasks_lib
+from .progress import Progress
+from .shape import LocalError
+from .summary import display_path
+from .supervisor import Fault, PortCollision, Supervisor
+
+EXIT_PASS, EXIT_FAIL, EXIT_CANNOT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 130
+PORT_ATTEMPTS = 3
+
+
+@dataclass
+class Prepared:
+    request: tasks_lib.JobRequest
+    shape: shape_lib.Shape
+    overrides: tasks_lib.Overrides
+    notices: list[str]
+    chief: str  # the task that coordinates: chief:0, or worker:0 in a tf1 job without a chief
+
+
+def main(args) -> int:
+    progress = Progress()
+    try:
+        prepared = prepare(args)
+    except LocalError as err:
+        print(f"tfjobgen run-local: {err}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    if prepared is None:
+        return EXIT_FAIL  # the job itself has errors (printed)
+    request, shape, training = prepared.request, prepared.shape, prepared.request.training or {}
+    run_dir = os.path.abspath(args.work_dir or os.path.join(
+        tempfile.gettempdir(), "tfjobgen-run-local", f"{request.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"))
+    os.makedirs(run_dir, exist_ok=True)
+    steps = (prepared.overrides.steps or training["steps"]) if request.uses_runtime else 0
+    startup_timeout = prepared.overrides.startup_timeout or training.get("startupTimeoutSeconds", 300)
+    progress.line(f"run-local: {request.name} ({request.api}, {request.protocol}): "
+                  f"{shape_lib.describe_counts(shape.counts)}" + (f", {steps} steps" if steps else "")
+                  + f"; logs in {display_path(os.path.join(run_dir, 'logs'))}; Ctrl-C stops every task")
+    for notice in prepared.notices:
+        progress.line(f"run-local: {notice}")
+    for name in sorted(args.without):
+        progress.line(f"run-local: not starting {name} (--without): the chief's startup deadline "
+                      f"({startup_timeout} s) should name it")
+
+    result = None
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        # Ports are free when chosen, not necessarily when a task binds them: on a collision,
+        # everything started is stopped and the whole cluster starts again on new ports.
+        ports = ports_lib.free_ports(tasks_lib.ports_needed(request, shape.counts))
+        try:
+            local_tasks, notices = tasks_lib.build(request, shape.counts, ports, run_dir, prepared.overrides,
+                                                   machine_lib.detect().cpus)
+        except LocalError as err:
+            print(f"tfjobgen run-local: {err}", file=sys.stderr)
+            return EXIT_CANNOT_RUN
+        for notice in notices if attempt == 1 else ():
+            progress.line(f"run-local: {notice}")
+        supervisor = Supervisor(
+            [t for t in local_tasks if t.name not in args.without], run_dir, run_dir,  # the run's id: its directory
+            uses_runtime=request.uses_runtime, chief=prepared.chief, target_steps=steps,
+            restarts=request.backoff_limit_per_task if args.restarts is None else args.restarts,
+            faults=tuple(Fault(task, step) for task, step in args.kill),
+            stall_limit=startup_timeout + 60, on_update=progress)
+        try:
+            result = supervisor.run()
+            break
+        except PortCollision as err:
+            progress.line(f"run-local: a port was taken ({err}); starting the cluster again with new ports"
+                          if attempt < PORT_ATTEMPTS else f"run-local: ports kept colliding ({err})")
+    progress.close()
+    if result is None:
+        print(f"FAIL: no set of free ports worked in {PORT_ATTEMPTS} attempts", file=sys.stderr)
+        return EXIT_FAIL
+    if summary.verdict(result)[0] and request.uses_runtime and not args.model_dir:
+        _drop_checkpoints(os.path.join(run_dir, "model"))
+    print()
+    print(summary.render(result, training.get("batchSize"), training.get("partitioner")))
+    if args.report:
+        with open(args.report, "w", encoding="utf-8") as out:
+            json.dump(summary.as_dict(result, request.name, shape.counts), out, indent=2, default=str)
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_PASS if summary.verdict(result)[0] else EXIT_FAIL
+
+
+def _drop_checkpoints(model_dir: str) -> None:
+    """A passed run's checkpoints in its own directory are of no further use (a new run starts
+    in a new directory) and the README's model writes 1.3 GB per checkpoint: remove them."""
+    if not os.path.isdir(model_dir):
+        return
+    freed = 0
+    for name in os.listdir(model_dir):
+        if name.startswith(("ckpt-", "model.ckpt-", "checkpoint", "graph.pbtxt", "events.")):
+            path = os.path.join(model_dir, name)
+            freed += os.path.getsize(path)
+            os.remove(path)
+    if freed:
+        print(f"run-local: removed this run's checkpoints ({freed / (1 << 20):,.0f} MiB); "
+              "--model-dir DIR keeps them (and resumes from them)")
+
+
+def prepare(args) -> Prepared | None:
+    """Render the job and decide what runs here; LocalError when it cannot run here at all."""
+    profile = pipeline.load_profile(args.profile)
+    try:
+        intents, problems = pipeline.load_intents([args.job])  # as `tfjobgen render` and kustomize read it
+    except FileNotFoundError:
+        raise LocalError(f"no such file: {args.job}") from None
+    if not intents and not problems:
+        raise LocalError(f"no TrainingJob in {args.job}")
+    if len(intents) > 1:
+        raise LocalError(f"{args.job} has {len(intents)} TrainingJobs; run-local runs one at a time")
+    expansion = pipeline.expand(intents, profile)
+    problems += expansion.problems
+    for problem in problems:
+        print(problem.format(), file=sys.stderr)
+    if not expansion.ok or any(p.is_error for p in problems):
+        return None
+    objects = expansion.objects[0]
+    pods = pods_lib.from_objects(objects)  # the same pods a cluster would create, env resolved
+    request = tasks_lib.describe(pods, objects)
+    notices = []
+    for pod in pods[:1]:
+        for name in pod.unresolved:
+            notices.append(f"{name} comes from a Secret or resource field, which only a cluster has; "
+                           "it is not set here")
+
+    protocol = None
+    if request.protocol != "grpc":
+        if _has_star_server():
+            pass
+        elif request.uses_runtime:
+            protocol = "grpc"
+            notices.append(f"protocol {request.protocol} needs DeepRec's TensorFlow, which this Python lacks: "
+                           "running with grpc instead (the StarServer endpoint map is still rewritten and checked)")
+        else:
+            notices.append(f"protocol {request.protocol} needs DeepRec's TensorFlow, which this Python lacks: "
+                           "the job's own program decides whether it can run (the endpoint map is still "
+                           "rewritten and checked)")
+    if request.uses_runtime:
+        _check_tensorflow()
+        _check_local_data(request.training)
+    else:
+        notices.append("the job runs its own program (spec.command): run-local starts it as given; progress, "
+                       "placement and restarts need tfjobgen's runtime, so this run shows task states only")
+
+    asked = dict(request.counts)
+    shape = shape_lib.choose(asked, machine_lib.detect(), shape_lib.model_bytes(request.training),
+                             scale_ps=args.scale_ps, scale_workers=args.scale_workers,
+                             with_evaluator=args.with_evaluator)
+    notices = list(shape.notices) + notices
+    names = {f"{role}:{i}" for role, n in shape.counts.items() for i in range(n)}
+    for name in list(args.without) + [task for task, _ in args.kill]:
+        if name not in names:
+            raise LocalError(f"{name} is not among the tasks that run here ({', '.join(sorted(names))})")
+    chief = "chief:0" if "chief" in shape.counts else "worker:0"
+    if chief in args.without:
+        raise LocalError(f"--without {chief}: the run needs its chief; leave out a PS or a worker")
+    overrides = tasks_lib.Overrides(steps=args.steps, startup_timeout=args.startup_timeout,
+                                    model_dir=args.model_dir, protocol=protocol)
+    return Prepared(request, shape, overrides, notices, chief)
+
+
+def _has_star_server() -> bool:
+    """DeepRec ships as a `tensorflow` distribution whose version names it (1.15.5+deeprec2402)."""
+    for name in ("tensorflow", "tensorflow-cpu"):
+        try:
+            if "deeprec" in importlib.metadata.version(name).lower():
+                return True
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return False
+
+
+def _check_tensorflow() -> None:
+    if importlib.util.find_spec("tensorflow") is None:
+        raise LocalError(f"TensorFlow is not installed for {sys.executable}: the tasks need it; install the "
+                         "runtime extra: pip install 'tfjobgen[runtime]' (tensorflow-cpu 2.21.0)")
+
+
+def _check_local_data(training: dict) -> None:
+    """Local data files must exist before anything starts (remote ones are the chief's to check)."""
+    data = training.get("data", {})
+    if data.get("format", "synthetic") == "synthetic":
+        return
+    if not data.get("paths"):
+        raise LocalError("training.data.paths is empty: list the tfrecord or csv files (globs allowed)")
+    for i, pattern in enumerate(data["paths"]):
+        if "://" not in pattern and not glob.glob(pattern):
+            raise LocalError(f"training.data.paths[{i}] {pattern!r} matches no file here")

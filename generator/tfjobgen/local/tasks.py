@@ -1,0 +1,256 @@
+"""From rendered pods to local processes: which pods run, and how their environment changes.
+
+The pods come from `pods.from_objects` (the Job controller and kubelet, emulated),
+so each has the exact env a cluster would give it. To run here:
+
+- every address moves to 127.0.0.1 with a free port: the cluster spec in
+  TFJOBGEN_CLUSTER and TF_CONFIG, TFJOBGEN_CONTROL_ADDRESS, and both sides of
+  StarServer's endpoint map (written to a local file);
+- the cluster spec lists only the tasks that run here (after a scale-down);
+- modelDir moves to a directory of this run unless it is a URL (hdfs://...);
+- `python` in the command means this Python;
+- unpinned tasks share every CPU here, so thread pools above the CPU count are
+  capped to it (a tf2 worker keeps at least 2 inter-op threads);
+- and a check refuses any env value that still names a cluster host.
+Pure functions: the caller picks ports and CPUs and starts the processes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+
+from ..pods import Pod
+from ..quantity import parse as parse_quantity
+from .shape import LocalError
+
+_THREAD_VARS = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
+ENDPOINT_MAP_KEY = ".endpoint_map"
+
+
+@dataclass
+class LocalTask:
+    role: str
+    index: int
+    command: list[str]
+    env: dict[str, str]  # the pod's env after the rewrites (laid over this process's env at start)
+    address: str  # its TF server address here
+    cpus: tuple[int, ...] | None = None  # pinned CPUs, None: any
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}:{self.index}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.role}-{self.index}"
+
+
+@dataclass
+class JobRequest:
+    """What the rendered job asks for, read back from its pods."""
+
+    name: str
+    api: str
+    protocol: str
+    counts: dict[str, int]
+    cpus: dict[str, float]  # role -> CPU limit (else request) per task
+    training: dict | None  # spec.training as the pods get it; None when the job runs its own program
+    backoff_limit_per_task: int
+    pods: list[Pod] = field(repr=False, default_factory=list)
+    endpoint_map: str | None = None
+
+    @property
+    def uses_runtime(self) -> bool:
+        return self.training is not None
+
+
+def describe(pods: list[Pod], objects: list[dict]) -> JobRequest:
+    """The job's request; LocalError when the objects hold no job or several."""
+    jobs = sorted({p.labels.get("tfjobgen.dev/job", "") for p in pods})
+    if len(jobs) != 1:
+        raise LocalError(f"run-local runs one TrainingJob at a time; found {len(jobs)}: {', '.join(jobs)}")
+    counts: dict[str, int] = {}
+    cpus: dict[str, float] = {}
+    for pod in pods:
+        counts[pod.role] = counts.get(pod.role, 0) + 1
+        resources = pod.container.get("resources", {})
+        cpu = resources.get("limits", {}).get("cpu") or resources.get("requests", {}).get("cpu") or "1"
+        cpus[pod.role] = float(parse_quantity(cpu) or 1)
+    first = pods[0].env
+    training = json.loads(first["TFJOBGEN_TRAINING"]) if "TFJOBGEN_TRAINING" in first else None
+    backoff = min((o["spec"].get("backoffLimit", 6) // max(1, o["spec"].get("completions", 1))
+                   for o in objects if o.get("kind") == "Job"), default=0)
+    endpoint_map = next((o.get("data", {}).get(ENDPOINT_MAP_KEY) for o in objects
+                         if o.get("kind") == "ConfigMap" and ENDPOINT_MAP_KEY in o.get("data", {})), None)
+    return JobRequest(jobs[0], first.get("TFJOBGEN_API", "tf2"), first.get("TFJOBGEN_PROTOCOL", "grpc"), counts,
+                      cpus, training, backoff, pods, endpoint_map)
+
+
+@dataclass(frozen=True)
+class Overrides:
+    steps: int | None = None
+    startup_timeout: int | None = None
+    model_dir: str | None = None  # None: <run_dir>/model (a URL modelDir is kept)
+    protocol: str | None = None  # the protocol to run with (a fallback), None: the job's
+
+
+def host_of(address: str) -> str:
+    return address.rpartition(":")[0]
+
+
+def pin(request: JobRequest, counts: dict[str, int], cpus: tuple[int, ...]) -> dict[str, tuple[int, ...]] | None:
+    """Exclusive CPUs per task, as the kubelet's CPU manager gives them, when they all fit; else None."""
+    wanted = [(role, i, max(1, math.ceil(request.cpus[role]))) for role in counts for i in range(counts[role])]
+    if sum(n for _, _, n in wanted) > len(cpus):
+        return None
+    result, next_cpu = {}, 0
+    for role, i, n in wanted:
+        result[f"{role}:{i}"] = cpus[next_cpu:next_cpu + n]
+        next_cpu += n
+    return result
+
+
+def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir: str, overrides: Overrides,
+          machine_cpus: tuple[int, ...]) -> tuple[list[LocalTask], list[str]]:
+    """The local tasks and the notices about what changed. `ports` must hold `ports_needed` free ports."""
+    notices: list[str] = []
+    ports = list(ports)
+    pods = [p for p in request.pods if p.index < counts.get(p.role, 0)]
+    cluster = json.loads(pods[0].env["TFJOBGEN_CLUSTER"]) if "TFJOBGEN_CLUSTER" in pods[0].env else \
+        json.loads(pods[0].env["TF_CONFIG"])["cluster"]
+    local_cluster, moved = {}, {}
+    for role, addresses in cluster.items():
+        kept = addresses[:counts.get(role, 0)]
+        if kept:
+            local_cluster[role] = []
+            for address in kept:
+                moved[address] = f"127.0.0.1:{ports.pop(0)}"
+                local_cluster[role].append(moved[address])
+    hosts = {host_of(a) for addresses in cluster.values() for a in addresses}
+    control = f"127.0.0.1:{ports.pop(0)}"
+    endpoint_dir = None
+    if request.endpoint_map is not None:
+        endpoint_dir = os.path.join(run_dir, "starserver")
+        os.makedirs(endpoint_dir, exist_ok=True)
+        text = rewrite_endpoint_map(request.endpoint_map, moved, ports)
+        with open(os.path.join(endpoint_dir, ENDPOINT_MAP_KEY), "w", encoding="utf-8") as out:
+            out.write(text)
+        notices.append(f"StarServer endpoint map rewritten for {len(moved)} local tasks: "
+                       f"{os.path.join(endpoint_dir, ENDPOINT_MAP_KEY)}")
+
+    pinned = pin(request, counts, machine_cpus)
+    training = _local_training(request.training, run_dir, overrides, notices)
+    cluster_json = json.dumps(local_cluster, sort_keys=True, separators=(",", ":"))
+
+    tasks, capped = [], set()
+    for pod in pods:
+        env = dict(pod.env)
+        if "TFJOBGEN_CLUSTER" in env:
+            env["TFJOBGEN_CLUSTER"] = cluster_json
+        if "TF_CONFIG" in env:
+            config = json.loads(env["TF_CONFIG"])
+            config["cluster"] = local_cluster
+            env["TF_CONFIG"] = json.dumps(config, separators=(",", ":"))
+        if "TFJOBGEN_CONTROL_ADDRESS" in env:
+            env["TFJOBGEN_CONTROL_ADDRESS"] = control
+        if training is not None and "TFJOBGEN_TRAINING" in env:
+            env["TFJOBGEN_TRAINING"] = json.dumps(training, sort_keys=True, separators=(",", ":"))
+        if endpoint_dir and "TF_SEASTAR_ENDPOINT_MAP_PATH" in env:
+            env["TF_SEASTAR_ENDPOINT_MAP_PATH"] = endpoint_dir
+        if overrides.protocol and "TFJOBGEN_PROTOCOL" in env:
+            env["TFJOBGEN_PROTOCOL"] = overrides.protocol
+        task_dir = os.path.join(run_dir, "tasks", f"{pod.role}-{pod.index}")
+        if env.get("HOME") == "/tmp":  # the pod's writable emptyDir; here, the task's own directory
+            env["HOME"] = task_dir
+        cpus = pinned.get(f"{pod.role}:{pod.index}") if pinned else None
+        if cpus is None and _cap_threads(env, len(machine_cpus), request.api == "tf2" and pod.role == "worker"):
+            capped.add(pod.role)
+        _check_no_cluster_names(env, hosts, f"{pod.role}:{pod.index}")
+        command = list(pod.container.get("command", [])) + list(pod.container.get("args", []))
+        if command and command[0] in ("python", "python3"):
+            command[0] = sys.executable  # this Python, which has tfjobgen (and TensorFlow)
+        address = local_cluster[pod.role][pod.index]
+        tasks.append(LocalTask(pod.role, pod.index, command, env, address, cpus))
+    if pinned is None:
+        total = sum(math.ceil(request.cpus[role]) * n for role, n in counts.items())
+        notices.append(f"tasks are not pinned to CPUs: they would need {total} and this machine has "
+                       f"{len(machine_cpus)}" + (f"; thread pools of {', '.join(sorted(capped))} are capped at "
+                                                 f"{len(machine_cpus)}" if capped else ""))
+    return tasks, notices
+
+
+def ports_needed(request: JobRequest, counts: dict[str, int]) -> int:
+    """One TF port per task, one control port, and one seastar port per task with StarServer."""
+    tasks = sum(counts.values())
+    return tasks + 1 + (tasks if request.endpoint_map is not None else 0)
+
+
+def rewrite_endpoint_map(text: str, moved: dict[str, str], ports: list[int]) -> str:
+    """StarServer's `grpc=seastar` lines for the local tasks, both sides moved to 127.0.0.1.
+
+    The left side must equal the task's TF_CONFIG entry byte for byte; every local task
+    must have exactly one line (checked: DeepRec would fail at start otherwise).
+    """
+    lines, seen = [], set()
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        grpc, sep, seastar = line.partition("=")
+        if not sep or ":" not in seastar:
+            raise LocalError(f"the endpoint map's line {number} is not 'grpc host:port=seastar host:port': {line!r}")
+        if grpc not in moved:
+            continue  # a task left out of the local run
+        if grpc in seen:
+            raise LocalError(f"the endpoint map lists {grpc} twice")
+        seen.add(grpc)
+        lines.append(f"{moved[grpc]}=127.0.0.1:{ports.pop(0)}")
+    missing = sorted(set(moved) - seen)
+    if missing:
+        raise LocalError(f"the endpoint map has no line for {', '.join(missing)}")
+    return "\n".join(lines) + "\n"
+
+
+def _local_training(training: dict | None, run_dir: str, overrides: Overrides, notices: list[str]) -> dict | None:
+    if training is None:
+        return None
+    training = json.loads(json.dumps(training))
+    if overrides.steps is not None:
+        training["steps"] = overrides.steps
+    if overrides.startup_timeout is not None:
+        training["startupTimeoutSeconds"] = overrides.startup_timeout
+    data = training.get("data", {})
+    # Tasks run in their own directories: a relative data path means one relative to here.
+    data["paths"] = [p if "://" in p else os.path.abspath(p) for p in data.get("paths", [])]
+    if overrides.model_dir:
+        training["modelDir"] = os.path.abspath(overrides.model_dir)
+    elif "://" not in training["modelDir"]:
+        training["modelDir"] = os.path.join(run_dir, "model")
+    else:
+        notices.append(f"modelDir {training['modelDir']} is a URL and is used as is: checkpoints there are "
+                       "shared with any other run of this job")
+    return training
+
+
+def _cap_threads(env: dict[str, str], cpus: int, tf2_worker: bool) -> bool:
+    """Pools above this machine's CPUs come down to them; True when anything changed."""
+    before = {name: env.get(name) for name in _THREAD_VARS}
+    for name in _THREAD_VARS:
+        value = env.get(name, "")
+        if value.isdigit() and int(value) > cpus:
+            env[name] = str(cpus)
+    inter = env.get("TF_NUM_INTEROP_THREADS", "")
+    if tf2_worker and inter.isdigit() and int(inter) < 2:
+        env["TF_NUM_INTEROP_THREADS"] = "2"  # one inter-op thread deadlocks a tf2 worker
+    return before != {name: env.get(name) for name in _THREAD_VARS}
+
+
+def _check_no_cluster_names(env: dict[str, str], hosts: set[str], task: str) -> None:
+    for name, value in env.items():
+        for host in hosts:
+            if host and host in value:
+                raise LocalError(f"{task}: {name} still names the cluster host {host} after the rewrite; "
+                                 "run-local does not know how to move it")

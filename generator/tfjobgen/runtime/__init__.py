@@ -1,0 +1,24 @@
+"""tfjobgen's training runtime: what generated pods run when the intent has no spec.command.
+
+    python -m tfjobgen.runtime        (the container command tfjobgen generates)
+
+One task per process: the role and the cluster come from TF_CONFIG, everything
+else from the TFJOBGEN_* variables the generator writes. docs/runtime.md
+describes the behaviour, the log events and the control protocol.
+
+Modules, one concern each:
+    settings   env -> Task (pure)              events    log lines people and run-local read
+    control    chief <-> tasks: who is up, when to exit (plain sockets)
+    sharding   partitioner choice, bytes per PS (pure)
+    watchdog   deadlines TensorFlow lacks
+    errors     the failures the runtime knows, and their exit codes
+    data       synthetic / TFRecord / CSV input  model       the reference wide & deep model
+    optimizers sparse-aware updates            servers     TF servers, PS and worker lifetimes
+    modeldir   where checkpoints are written from, placement.json
+    tf2        chief (ParameterServerStrategy) and evaluator
+    tf1        between-graph workers (MonitoredTrainingSession) and evaluator
+    main       dispatch by role and api, errors -> one line and an exit code
+
+Only data, model, optimizers, servers, modeldir, tf1 and tf2 import TensorFlow,
+and only once the task knows it needs it: importing this package costs nothing.
+"""

@@ -1,0 +1,129 @@
+"""The entry point: read the task from the environment, run its role, turn failures into one line.
+
+    python -m tfjobgen.runtime                      run the task TF_CONFIG describes
+    python -m tfjobgen.runtime sample-data ...      write example TFRecord / CSV files
+
+Exit codes: 0 done, 1 training failed (a restart may help), 2 configuration
+error (a restart will not help), 3 the chief stayed unreachable, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+import traceback
+
+from . import events, settings
+from .control import ChiefGone, ChiefServer, Refused
+from .errors import EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SETUP, SetupError, TaskFailed
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["sample-data"]:
+        return _sample_data(argv[1:])
+    if argv:
+        print(f"usage: python -m tfjobgen.runtime [sample-data ...] (unexpected: {' '.join(argv)})", file=sys.stderr)
+        return EXIT_SETUP
+    code = run_task(dict(os.environ))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # A TF server has no clean shutdown and gRPC threads can hold up interpreter exit: leave now.
+    os._exit(code)
+
+
+def run_task(env: dict[str, str]) -> int:
+    try:
+        task = settings.from_env(env, cpus=len(os.sched_getaffinity(0)))
+    except SetupError as err:
+        print(events.line(events.ERROR, message=str(err)), flush=True)
+        return EXIT_SETUP
+    report = events.Reporter(task.name)
+    for note in task.notes:
+        report(events.NOTICE, message=note)
+    _prepare_tensorflow(task)
+    code = _run_role(task, report)
+    report(events.EXIT, code=code)
+    return code
+
+
+def _prepare_tensorflow(task: settings.Task) -> None:
+    """Environment TensorFlow reads once, at import: set it before anything imports TensorFlow."""
+    os.environ["TF_NUM_INTRAOP_THREADS"] = str(task.intra_op)
+    os.environ["TF_NUM_INTEROP_THREADS"] = str(task.inter_op)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # C++ INFO lines bury the runtime's own events
+    # Checkpoint saving retraces a small function on every save and TF warns each time; nothing to act on.
+    logging.getLogger("tensorflow").addFilter(lambda record: "triggered tf.function retracing" not in
+                                              record.getMessage())
+
+
+def _run_role(task: settings.Task, report: events.Reporter) -> int:
+    try:
+        # The chief listens before it imports TensorFlow (seconds), so the others register meanwhile.
+        server = _control_server(task, report) if task.is_chief else None
+        started = time.monotonic()
+        if task.role == "ps" or (task.api == "tf2" and task.role == "worker"):
+            from .servers import serve_until_done
+            return serve_until_done(task, report)
+        if task.api == "tf2":
+            from . import tf2
+            return tf2.run_chief(task, report, server, started) if task.is_chief else tf2.run_evaluator(task, report)
+        from . import tf1
+        if task.role == "evaluator":
+            return tf1.run_evaluator(task, report)
+        return tf1.run_trainer(task, report, server, started)
+    except (SetupError, TaskFailed) as err:
+        report(events.ERROR, message=str(err))
+        return err.exit_code
+    except Refused as err:
+        report(events.ERROR, message=str(err))
+        return EXIT_SETUP
+    except ChiefGone as err:
+        report(events.ERROR, message=str(err))
+        return EXIT_CHIEF_GONE
+    except KeyboardInterrupt:
+        report(events.ERROR, message="interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as err:  # noqa: BLE001 - the last resort: still one line, traceback on request
+        report(events.ERROR, message=_describe(err))
+        if os.environ.get("TFJOBGEN_DEBUG"):
+            traceback.print_exc()
+        return EXIT_FAILED
+
+
+def _control_server(task: settings.Task, report: events.Reporter) -> ChiefServer:
+    def on_change(name: str, state: str) -> None:
+        if state == "disconnected":
+            report(events.NOTICE, message=f"{name} disconnected from the control channel")
+
+    server = ChiefServer(task.control_address, task.job, task.control_clients, on_change=on_change)
+    server.start()
+    report(events.NOTICE, message=f"control server listening at {task.control_address}; waiting for "
+                                  f"{len(task.peers)} tasks (threads {task.intra_op}/{task.inter_op})")
+    return server
+
+
+def _describe(err: Exception) -> str:
+    """One line for an error nobody anticipated (TensorFlow's own errors have a `message`)."""
+    text = str(getattr(err, "message", "") or err).strip()
+    first = text.splitlines()[0][:300] if text else ""
+    hint = "" if os.environ.get("TFJOBGEN_DEBUG") else " (TFJOBGEN_DEBUG=1 prints the traceback)"
+    return f"{type(err).__name__}: {first}{hint}"
+
+
+def _sample_data(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tfjobgen.runtime sample-data",
+                                     description="Write synthetic examples in the runtime's file format.")
+    parser.add_argument("path", help="the file to write (any TensorFlow filesystem)")
+    parser.add_argument("--format", choices=("tfrecord", "csv"), default="tfrecord")
+    parser.add_argument("--examples", type=int, default=10000)
+    parser.add_argument("--vocabulary", type=int, default=100000, help="ids are drawn below this")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    from . import data
+
+    data.write_sample(args.path, args.format, args.examples, args.vocabulary, args.seed)
+    print(f"wrote {args.examples} examples to {args.path} ({args.format})")
+    return 0

@@ -1,0 +1,264 @@
+"""api tf1: between-graph replication, as TF 1.x (and DeepRec's StarServer) users run it.
+
+Every worker (the chief is the worker that initialises and checkpoints) builds
+the same graph under `replica_device_setter`: variables go to the PS, the
+computation stays on the worker. The intent's partitioner splits big variables
+(`variable_scope(partitioner=...)`) into one shard per PS, and the round-robin
+placement puts each shard on its own PS. Each worker trains in its own
+MonitoredSession until the global step reaches `steps`.
+
+Two traps handled here:
+- a worker that starts before the chief has initialised the variables waits
+  SessionManager's recovery_wait_secs, 30 s by default; here 1 s;
+- the PS never end on their own: the chief (or worker 0 without a chief) runs
+  the control server, waits until the workers said FINISHED, then says DONE.
+"""
+
+from __future__ import annotations
+
+import time
+
+import tensorflow as tf
+
+from . import control, data, events, model as model_lib, modeldir, optimizers, servers, sharding
+from .errors import EXIT_OK, TaskFailed
+from .settings import Task
+from .tf2 import EVAL_BATCHES, LINGER
+from .watchdog import Watchdog
+
+_MODEL_SCOPE = "model"
+
+
+class _QuickSessionCreator(tf.compat.v1.train.SessionCreator):
+    """A non-chief worker's session: polls every second for the chief's initialisation (not 30 s)."""
+
+    def __init__(self, scaffold, master: str, config, max_wait_secs: float):
+        self.scaffold, self.master, self.config, self.max_wait_secs = scaffold, master, config, max_wait_secs
+
+    def create_session(self):
+        self.scaffold.finalize()
+        manager = tf.compat.v1.train.SessionManager(
+            local_init_op=self.scaffold.local_init_op, ready_op=self.scaffold.ready_op,
+            ready_for_local_init_op=self.scaffold.ready_for_local_init_op, recovery_wait_secs=1)
+        return manager.wait_for_session(self.master, config=self.config, max_wait_secs=self.max_wait_secs)
+
+
+class _Progress(tf.compat.v1.train.SessionRunHook):
+    """The chief's log: global steps per second, its own loss, and the watchdog fed on every step."""
+
+    def __init__(self, report, training, global_step, loss, on_step):
+        self.report, self.training, self.global_step, self.loss = report, training, global_step, loss
+        self.on_step = on_step
+        self.losses: list[float] = []
+        self.first_loss: float | None = None
+        self.logged = False
+
+    def after_create_session(self, session, coord):
+        # Called again whenever MonitoredSession recreates a session after a lost PS: a step above 0
+        # here means variables came back from a checkpoint.
+        self.last_step = int(session.run(self.global_step))
+        self.last_time = time.monotonic()
+        self.next_log = (self.last_step // self.training.log_every + 1) * self.training.log_every
+        if self.last_step > 0:
+            self.report(events.RESUME, step=self.last_step, path=tf.train.latest_checkpoint(self.training.model_dir))
+
+    def end(self, session):
+        self.final_step = int(session.run(self.global_step))
+
+    def before_run(self, run_context):
+        return tf.compat.v1.train.SessionRunArgs({"step": self.global_step, "loss": self.loss})
+
+    def after_run(self, run_context, run_values):
+        step, loss = int(run_values.results["step"]), float(run_values.results["loss"])
+        self.losses.append(loss)
+        if self.first_loss is None:
+            self.first_loss = loss  # before this run trained anything
+        self.on_step()
+        if step >= self.next_log or step >= self.training.steps:
+            now = time.monotonic()
+            rate = (step - self.last_step) / max(now - self.last_time, 1e-9)
+            self.report(events.STEP, step=step, steps=self.training.steps,
+                        loss=round(sum(self.losses) / len(self.losses), 5), steps_per_sec=round(rate, 2),
+                        examples_per_sec=round(rate * self.training.batch_size),
+                        first_loss=round(self.first_loss, 5) if not self.logged else None)
+            self.logged = True
+            self.last_step, self.last_time, self.losses = step, now, []
+            self.next_log = (step // self.training.log_every + 1) * self.training.log_every
+
+
+class _CheckpointReport(tf.compat.v1.train.CheckpointSaverListener):
+    def __init__(self, report, model_dir):
+        self.report, self.model_dir = report, model_dir
+
+    def after_save(self, session, global_step_value):
+        self.report(events.CHECKPOINT, step=int(global_step_value), path=tf.train.latest_checkpoint(self.model_dir))
+
+
+def _graph(task: Task, files: list[str], device_fn=None):
+    """The model, its loss on the next batch, and the global step, built in the default graph."""
+    training = task.training
+    with tf.compat.v1.device(device_fn):
+        global_step = tf.compat.v1.train.get_or_create_global_step()
+        partitions = sharding.partitioner(training.partitioner, task.num_ps, training.min_shard_bytes)
+        with tf.compat.v1.variable_scope(_MODEL_SCOPE, partitioner=partitions):
+            model = model_lib.WideDeep(training.vocabulary_size, training.embedding_dim, training.hidden_units,
+                                       model_lib.tf1_variable)
+    return model, global_step
+
+
+def _placement(num_ps: int) -> sharding.Placement:
+    """Bytes per PS of every global variable (slots are colocated, so they carry their variable's device)."""
+    return sharding.placement(((v.device, v.shape.num_elements() * v.dtype.size)
+                               for v in tf.compat.v1.global_variables()), num_ps)
+
+
+def run_trainer(task: Task, report: events.Reporter, control_server: control.ChiefServer | None,
+                started: float) -> int:
+    """A tf1 worker; the chief is the worker with is_chief (the chief task, or worker 0 without one),
+    which gets the control server, already listening since `started` (time.monotonic())."""
+    training = task.training
+    files = [] if training.data_format == "synthetic" else data.check_paths(training.data_paths)
+    tf.compat.v1.disable_eager_execution()
+    server = servers.start(task)
+    report(events.NOTICE, message=f"TF server serving at {task.address} (threads {task.intra_op}/{task.inter_op}, "
+                                  f"protocol {task.protocol})")
+
+    link = None
+    if task.is_chief:
+        missing = control_server.wait_until_up(task.peers, training.startup_timeout - (time.monotonic() - started))
+        if missing:
+            raise TaskFailed(f"{task.describe(missing)} did not come up within {training.startup_timeout} s "
+                             "(startupTimeoutSeconds): never registered with the chief")
+    else:
+        link = control.ChiefLink(task.control_address, task.job, task.name, servers.absence_limit(task),
+                                 notice=lambda message: report(events.NOTICE, message=message))
+        link.start_in_background()
+
+    # Round-robin over the PS: a partitioned variable's N shards land on N different PS.
+    device_fn = tf.compat.v1.train.replica_device_setter(
+        cluster=tf.train.ClusterSpec(task.training_cluster), worker_device=f"/job:{task.role}/task:{task.index}")
+    model, global_step = _graph(task, files, device_fn)
+    with tf.compat.v1.device(device_fn):
+        if training.data_format == "synthetic":
+            dataset = data.synthetic(training.batch_size, training.vocabulary_size)
+        else:
+            dataset = data.from_files(training.data_format, files, training.batch_size, training.vocabulary_size)
+        features, labels = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+        loss = model_lib.loss_of(model, features, labels)
+        variables = tf.compat.v1.trainable_variables()
+        optimizer = optimizers.Optimizer(training.optimizer, training.learning_rate)
+
+        def new_slot(variable, name, initial):
+            with tf.compat.v1.device(variable.device):  # the slot lives beside its variable, on its PS
+                return tf.compat.v1.get_variable(
+                    f"{variable.op.name}/{name}", shape=variable.shape, dtype=variable.dtype, trainable=False,
+                    initializer=tf.compat.v1.constant_initializer(initial))
+        optimizer.build(variables, new_slot)
+        updates = optimizer.apply(zip(tf.compat.v1.gradients(loss, variables), variables), global_step)
+        with tf.control_dependencies(updates):
+            train_op = global_step.assign_add(1)
+        # Sharded saving makes each PS write its own variables: right for a shared filesystem,
+        # wrong for the chief's own disk (see modeldir.py). Built here, under the worker's device.
+        saver = tf.compat.v1.train.Saver(sharded=modeldir.shared(training.model_dir), max_to_keep=3)
+
+    watchdog = Watchdog(lambda message: report(events.ERROR, message=message))
+    explain = (lambda: "") if control_server is None else (
+        lambda: f"not connected to the chief: {task.describe(gone)}"
+        if (gone := control_server.missing(task.peers)) else "")
+    hooks = [tf.compat.v1.train.StopAtStepHook(last_step=training.steps)]
+    if task.is_chief:
+        placement = _placement(task.num_ps)
+        report(events.PLACEMENT, partitioner=training.partitioner, bytes_per_ps=placement.bytes_per_ps,
+               max_over_mean=round(placement.max_over_mean, 3))
+        progress = _Progress(report, training, global_step, loss,
+                             lambda: watchdog.arm("a training step", training.startup_timeout, explain))
+        hooks += [
+            progress,
+            tf.compat.v1.train.CheckpointSaverHook(training.model_dir, save_steps=training.checkpoint_every,
+                                                   saver=saver,
+                                                   listeners=[_CheckpointReport(report, training.model_dir)]),
+        ]
+        creator = tf.compat.v1.train.ChiefSessionCreator(
+            scaffold=tf.compat.v1.train.Scaffold(saver=saver), master=server.target,
+            config=servers.session_config(task), checkpoint_dir=training.model_dir)
+    else:
+        creator = _QuickSessionCreator(tf.compat.v1.train.Scaffold(saver=saver), server.target,
+                                       servers.session_config(task),
+                                       max_wait_secs=servers.absence_limit(task))
+
+    watchdog.arm("creating the session (reaching the PS)",
+                 max(training.startup_timeout - (time.monotonic() - started), 30.0), explain)
+    train_started, steps_run, last_loss = time.monotonic(), 0, float("nan")
+    with tf.compat.v1.train.MonitoredSession(session_creator=creator, hooks=hooks) as session:
+        report(events.UP, address=task.address, seconds=round(time.monotonic() - started, 1))
+        first = None
+        while not session.should_stop():
+            _, last_loss, step = session.run([train_op, loss, global_step])
+            first = step if first is None else first
+            steps_run += 1
+            if not task.is_chief:
+                watchdog.arm("a training step", training.startup_timeout, explain)
+    watchdog.disarm()
+    seconds = time.monotonic() - train_started
+
+    if not task.is_chief:
+        link.finished.set()
+        link.told_finished.wait(2 * control.HEARTBEAT + 1)
+        report(events.FINISHED, steps_run=steps_run, loss=round(float(last_loss), 5), seconds=round(seconds, 1))
+        return EXIT_OK
+
+    workers = [name for name in task.peers if name.startswith("worker:")]
+    still_training = control_server.wait_until_finished(workers, training.startup_timeout)
+    if still_training:
+        report(events.NOTICE, message=f"{', '.join(still_training)} still training after "
+                                      f"{training.startup_timeout} s; ending the job anyway")
+    final_step = getattr(progress, "final_step", int(step) if first is not None else 0)
+    rate = (final_step - int(first)) / seconds if first is not None and seconds > 0 else 0.0
+    modeldir.write_placement(training.model_dir, training.partitioner, task.cluster["ps"], placement)
+    report(events.FINISHED, step=final_step, loss=round(float(last_loss), 5),
+           seconds=round(seconds, 1), steps_per_sec=round(rate, 2),
+           examples_per_sec=round(rate * training.batch_size))
+    control_server.finish(LINGER)
+    return EXIT_OK
+
+
+def run_evaluator(task: Task, report: events.Reporter) -> int:
+    """Score every new checkpoint on the same held-out batches until the chief says done."""
+    training = task.training
+    tf.compat.v1.disable_eager_execution()
+    link = control.ChiefLink(task.control_address, task.job, task.name, servers.absence_limit(task),
+                             notice=lambda message: report(events.NOTICE, message=message))
+    link.start_in_background()
+    report(events.UP, model_dir=training.model_dir)
+    files = [] if training.data_format == "synthetic" else data.check_paths(training.data_paths)
+    model, global_step = _graph(task, files)
+    batches = data.evaluation_batches(training.data_format, files, training.batch_size, training.vocabulary_size,
+                                      EVAL_BATCHES)
+    iterator = tf.compat.v1.data.make_initializable_iterator(batches)
+    features, labels = iterator.get_next()
+    loss = model_lib.loss_of(model, features, labels)
+    saver = tf.compat.v1.train.Saver(var_list=tf.compat.v1.global_variables())
+    scored = None
+    with tf.compat.v1.Session() as session:
+        while True:
+            final = link.done.is_set()
+            latest = tf.train.latest_checkpoint(training.model_dir)
+            if latest and latest != scored:
+                saver.restore(session, latest)
+                session.run(iterator.initializer)
+                losses = []
+                try:
+                    while True:
+                        losses.append(session.run(loss))
+                except tf.errors.OutOfRangeError:
+                    pass
+                report(events.EVAL, step=int(session.run(global_step)), loss=round(sum(losses) / len(losses), 5),
+                       path=latest)
+                scored = latest
+            if final:
+                if scored is None:
+                    report(events.NOTICE, message=f"no checkpoint in {training.model_dir} to evaluate")
+                return EXIT_OK
+            if link.failed:
+                raise link.failed
+            link.done.wait(2.0)

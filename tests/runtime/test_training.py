@@ -1,0 +1,127 @@
+"""Real TensorFlow clusters on this machine, through `tfjobgen run-local`: trains, balanced, recoverable.
+
+Each test starts five or six TensorFlow processes (10-25 s on 2 cores); they run
+one after another. The harness (runtime_support.run_local) gives every run a
+hard deadline and kills anything of it that survives; each test asserts that
+nothing did.
+"""
+
+from __future__ import annotations
+
+import pytest
+from runtime_support import JOBS, need_tensorflow, run_local
+
+from tfjobgen.local.ports import free_ports
+
+
+@pytest.fixture(autouse=True)
+def _tensorflow():
+    need_tensorflow()
+
+
+def _passed(run) -> dict:
+    assert run.returncode == 0, run.output
+    assert run.report["passed"] and run.leftovers == [], run.output
+    assert all(t["state"] == "done" and t["exit_code"] == 0 for t in run.report["tasks"].values()), run.output
+    return run.report
+
+
+def test_a_rendered_job_trains_with_the_embedding_sharded_evenly_over_both_ps(tmp_path):
+    report = _passed(run_local(JOBS / "tf2-small.yaml", tmp_path))
+    assert report["tasks_run"] == {"chief": 1, "ps": 2, "worker": 2}  # the evaluator is left out on 2 cores
+    assert int(report["final"]["step"]) >= 300
+    assert float(report["final"]["loss"]) < report["first_loss"] - 0.05  # it learned something
+    per_ps = report["bytes_per_ps"]
+    assert len(per_ps) == 2 and min(per_ps) > 0.45 * sum(per_ps)  # the 6.4 MB embedding is on both
+    assert report["max_over_mean"] <= 1.10
+
+
+def test_a_killed_worker_is_restarted_and_training_completes(tmp_path):
+    report = _passed(run_local(JOBS / "tf2-small.yaml", tmp_path, "--kill", "worker:0@100", "--with-evaluator"))
+    assert report["tasks"]["worker:0"]["restarts"] == 1 and report["tasks"]["chief:0"]["restarts"] == 0
+    fault = report["faults"][0]
+    assert fault["task"] == "worker:0" and fault["back_after"] < 30
+    assert fault["next_step_after"] < 5  # the other worker carried on meanwhile
+    assert int(report["final"]["step"]) >= 300  # a rerun step may push it one or two past
+    assert report["resumes"] == []
+    assert report["evaluations"], "the evaluator scored no checkpoint"
+
+
+def test_a_killed_ps_fails_the_chief_and_the_restarted_chief_resumes_from_the_checkpoint(tmp_path):
+    report = _passed(run_local(JOBS / "tf2-small.yaml", tmp_path, "--kill", "ps:1@150"))
+    assert report["tasks"]["ps:1"]["restarts"] == 1 and report["tasks"]["chief:0"]["restarts"] == 1
+    assert [int(r["step"]) for r in report["resumes"]] == [100]  # checkpointEverySteps 100
+    steps = report["steps"]
+    before = [s for s in steps if s["chief_run"] == 1]
+    after = [s for s in steps if s["chief_run"] == 2]
+    assert before[-1]["step"] >= 150 and after[0]["step"] == 150  # the steps after ckpt-100 are redone
+    assert abs(after[0]["loss"] - before[-1]["loss"]) < 0.05  # the loss goes on where it was
+    assert int(report["final"]["step"]) >= 300
+    assert report["faults"][0]["resumed_from"] == 100 and report["faults"][0]["next_step_after"] < 60
+
+
+def test_a_task_that_never_comes_up_fails_the_chief_within_the_deadline_naming_it(tmp_path):
+    run = run_local(JOBS / "tf2-small.yaml", tmp_path, "--without", "ps:1", "--startup-timeout", "5")
+    assert run.returncode == 1 and run.leftovers == []
+    fail = [line for line in run.output.splitlines() if line.startswith("FAIL: ")]
+    assert len(fail) == 1, run.output
+    assert "chief:0 exited with code 1 before it came up: ps:1 (127.0.0.1:" in fail[0]
+    assert "did not come up within 5 s" in fail[0]
+    assert run.seconds < 45  # 5 s after the chief listens, plus starting and stopping TensorFlow
+
+
+def test_tf1_between_graph_with_star_server_falls_back_to_grpc_and_reads_csv_files(tmp_path):
+    import subprocess
+    import sys
+
+    data = tmp_path / "train.csv"
+    subprocess.run([sys.executable, "-m", "tfjobgen.runtime", "sample-data", "--format", "csv", "--examples", "3000",
+                    "--vocabulary", "5000", str(data)], check=True, capture_output=True)
+    job = tmp_path / "tf1.yaml"
+    job.write_text(f"""\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata: {{name: tf1-csv, namespace: ml-test}}
+spec:
+  image: registry.example.com/ml/tfjobgen-runtime:0.1.0
+  protocol: star_server
+  roles:
+    ps: {{replicas: 2, cpu: 1, memory: 2Gi}}
+    worker: {{replicas: 2, cpu: 1, memory: 2Gi}}
+  training:
+    steps: 200
+    model: {{vocabularySize: 50000}}
+    data: {{format: csv, paths: ["{data}"]}}
+""")
+    run = run_local(job, tmp_path)
+    report = _passed(run)
+    assert "running with grpc instead (the StarServer endpoint map is still rewritten and checked)" in run.output
+    assert report["tasks_run"] == {"ps": 2, "worker": 2}  # worker 0 is the chief
+    assert int(report["final"]["step"]) >= 195  # tf1 workers stop on the global step they last saw
+    assert report["max_over_mean"] <= 1.10
+
+
+def test_a_taken_port_is_one_line_from_the_task(tmp_path):
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    from runtime_support import task_env
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    env = task_env(JOBS / "tf2-small.yaml", "ps", 0)
+    cluster = {"chief": [f"127.0.0.1:{free_ports(1)[0]}"], "ps": [f"127.0.0.1:{port}"],
+               "worker": [f"127.0.0.1:{free_ports(1)[0]}"]}
+    env.update(TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "ps", "index": 0}}),
+               TFJOBGEN_CONTROL_ADDRESS=f"127.0.0.1:{free_ports(1)[0]}", HOME=str(tmp_path))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "tfjobgen.runtime"], env=env, capture_output=True, text=True,
+                              timeout=60)
+    finally:
+        taken.close()
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f'message="could not start the TF server at 127.0.0.1:{port}: the port is in use"' in proc.stdout
