@@ -145,3 +145,29 @@ def test_tf_config_is_assembled_by_the_kubelet_from_one_copy_of_the_cluster(over
     per_pod = max(len(json.dumps(o)) for o in biggest if o["kind"] == "Job")
     assert per_pod < 6000, "a per-task Job stays small however many tasks the job has"
     assert math.isclose(len(biggest), 20 + 200 + 3)
+
+
+def test_hadoop_environment_is_set_and_yields_to_the_users_own(tmp_path):
+    text = _small_job(tmp_path, "{replicas: 2, cpu: 2, memory: 1Gi}",
+                      "  hadoop: {home: /opt/hadoop, javaHome: /usr/lib/jvm/java-17, user: ml}\n"
+                      "  env: [{name: JAVA_HOME, value: /opt/jdk}]\n").read_text()
+    path = tmp_path / "hadoop.yaml"
+    path.write_text(text)
+    env = _pods_of(path)[0].env
+    assert env["HADOOP_HDFS_HOME"] == env["HADOOP_HOME"] == "/opt/hadoop" and env["HADOOP_USER_NAME"] == "ml"
+    assert env["LD_LIBRARY_PATH"] == "/usr/lib/jvm/java-17/lib/server:/opt/hadoop/lib/native"
+    assert env["JAVA_HOME"] == "/opt/jdk", "the job's own JAVA_HOME wins"
+    names = [e["name"] for e in pods.from_objects(render(path))[0].container["env"]]
+    assert len(names) == len(set(names)), "no variable twice"
+
+
+def test_storage_the_pods_cannot_reach_is_a_warning(tmp_path):
+    hdfs = _small_job(tmp_path, "{replicas: 2, cpu: 2, memory: 1Gi}",
+                      "  training: {data: {format: tfrecord, paths: ['hdfs://nn:8020/d/*.tfrecord']}}\n").read_text()
+    [warning] = problems_of(hdfs, tmp_path)
+    assert warning.field == "spec.training.data.paths[0]" and "set spec.hadoop" in warning.message
+    evaluator = _small_job(tmp_path, "{replicas: 2, cpu: 2, memory: 1Gi}\n    evaluator: {cpu: 1, memory: 1Gi}").read_text()
+    [warning] = problems_of(evaluator, tmp_path)
+    assert warning.field == "spec.training.modelDir" and "cannot read checkpoints" in warning.message
+    shared = evaluator + "  training: {modelDir: 'gs://bucket/x'}\n"
+    assert problems_of(shared, tmp_path) == []

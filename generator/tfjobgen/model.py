@@ -58,6 +58,13 @@ class StarServer:
 
 
 @dataclass(frozen=True)
+class Hadoop:
+    home: str  # HADOOP_HDFS_HOME in the image
+    java_home: str
+    user: str | None
+
+
+@dataclass(frozen=True)
 class TrainingJob:
     name: str
     namespace: str
@@ -78,6 +85,7 @@ class TrainingJob:
     active_deadline_seconds: int | None
     service_account: str | None
     read_only_root_filesystem: bool
+    hadoop: Hadoop | None
     training: dict[str, Any]
 
     @property
@@ -144,5 +152,7 @@ def training_job(document: dict) -> TrainingJob:
         active_deadline_seconds=spec["failurePolicy"].get("activeDeadlineSeconds"),
         service_account=spec.get("serviceAccountName"),
         read_only_root_filesystem=spec["readOnlyRootFilesystem"],
+        hadoop=Hadoop(spec["hadoop"]["home"], spec["hadoop"]["javaHome"], spec["hadoop"].get("user"))
+        if "hadoop" in spec else None,
         training=spec["training"],
     )

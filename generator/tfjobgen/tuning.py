@@ -141,9 +141,23 @@ def env(job: TrainingJob, profile: ClusterProfile, role: str, index: int | None)
         ]
     user = {entry["name"]: entry for entry in job.env}
     user.update({entry["name"]: entry for entry in job.roles[role].env})  # the role's own entries win
-    if "HOME" not in user:
-        result.append(_var("HOME", "/tmp"))  # the writable emptyDir; the image may not know our UID
-    return result + list(user.values())
+    defaults = [_var("HOME", "/tmp")]  # the writable emptyDir; the image may not know our UID
+    if job.hadoop:
+        defaults += hadoop_env(job.hadoop)
+    return result + [d for d in defaults if d["name"] not in user] + list(user.values())
+
+
+def hadoop_env(hadoop) -> list[dict]:
+    """What a JVM-backed HDFS client needs; CLASSPATH comes from `hadoop classpath --glob` in the runtime."""
+    env = [
+        _var("HADOOP_HDFS_HOME", hadoop.home),
+        _var("HADOOP_HOME", hadoop.home),
+        _var("JAVA_HOME", hadoop.java_home),
+        _var("LD_LIBRARY_PATH", f"{hadoop.java_home}/lib/server:{hadoop.home}/lib/native"),
+    ]
+    if hadoop.user:
+        env.append(_var("HADOOP_USER_NAME", hadoop.user))
+    return env
 
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
@@ -157,9 +171,33 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
         problems.append(Problem(
             "api tf2 (ParameterServerStrategy) needs a chief to coordinate: add spec.roles.chief "
             "with cpu and memory, or use api: tf1", "spec.roles.chief"))
+    if job.uses_runtime:
+        problems += _check_training_storage(job)
     ports = {"grpc": profile.grpc_port, "seastar": profile.seastar_port, "control": profile.control_port}
     if len(set(ports.values())) < len(ports):
         problems.append(Problem(f"profile '{profile.name}' uses one port twice: {ports}", "spec.ports"))
+    return problems
+
+
+def _is_url(path: str) -> bool:
+    return "://" in path
+
+
+def _check_training_storage(job: TrainingJob) -> list[Problem]:
+    """Where the runtime reads data and writes checkpoints, against what the pods can reach."""
+    training, problems = job.training, []
+    paths = [("spec.training.modelDir", training["modelDir"])] + [
+        (f"spec.training.data.paths[{i}]", p) for i, p in enumerate(training["data"]["paths"])]
+    hdfs = [(where, path) for where, path in paths if path.startswith("hdfs://")]
+    if hdfs and job.hadoop is None:
+        problems.append(Problem(
+            f"{hdfs[0][1]} needs a Hadoop client in the pods: set spec.hadoop (home, javaHome) so tfjobgen "
+            "sets the Hadoop environment, and install tensorflow-io in the image", hdfs[0][0], severity=WARNING))
+    if "evaluator" in job.roles and not _is_url(training["modelDir"]):
+        problems.append(Problem(
+            f"the evaluator runs in its own pod and cannot read checkpoints in the chief's {training['modelDir']}: "
+            "use a modelDir every pod can reach (hdfs://, gs://, s3://)", "spec.training.modelDir",
+            severity=WARNING))
     return problems
 
 

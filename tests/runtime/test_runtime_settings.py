@@ -29,7 +29,7 @@ def test_every_generated_pod_env_is_a_valid_task(job):
             assert task.address.startswith(f"wide-deep-{role}-{index}.wide-deep.ml-training.svc")
             assert task.control_address.startswith("wide-deep-chief-0.") and task.control_address.endswith(":2224")
             assert task.training.vocabulary_size == 5_000_000 and task.training.optimizer == "adagrad"
-            assert task.training.model_dir == "/tmp/tfjobgen/model"  # the schema default, filled in
+            assert task.training.model_dir == "gs://ml-checkpoints/wide-deep"  # as the job file says
             assert "evaluator" not in task.training_cluster
 
 
@@ -122,3 +122,34 @@ def test_events_round_trip_and_other_lines_are_ignored():
                                             "step": "3"})
     assert events.parse("W0000 00:00 tfjobgen: event=up") is None
     assert events.parse(events.line(events.PLACEMENT, bytes_per_ps=[1, 2]))[1]["bytes_per_ps"] == "1,2"
+
+
+def test_hdfs_paths_get_the_hadoop_clients_classpath(tmp_path):
+    """The runtime asks `$HADOOP_HDFS_HOME/bin/hadoop classpath --glob`, as an argument list, once.
+
+    There is no Hadoop client or HDFS on this machine, so a stand-in `hadoop` script answers
+    with a classpath; what is tested is tfjobgen's side: when it asks, with what, and its errors.
+    """
+    import dataclasses
+    import stat
+
+    from tfjobgen.runtime import hadoop
+    from tfjobgen.runtime.errors import SetupError
+
+    bin_dir = tmp_path / "hadoop" / "bin"
+    bin_dir.mkdir(parents=True)
+    script = bin_dir / "hadoop"
+    script.write_text('#!/bin/sh\n[ "$1 $2" = "classpath --glob" ] || exit 9\necho "/opt/h/a.jar:/opt/h/b.jar"\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    task = settings.from_env(_env(), cpus=2)
+    hdfs_task = dataclasses.replace(task, training=dataclasses.replace(task.training,
+                                                                       model_dir="hdfs://nn:8020/models/x"))
+    env = {"HADOOP_HDFS_HOME": str(tmp_path / "hadoop"), "PATH": "/usr/bin:/bin"}
+    assert hadoop.set_classpath(task, dict(env)) is False, "no hdfs:// path: nothing to do"
+    assert hadoop.set_classpath(hdfs_task, env) is True and env["CLASSPATH"] == "/opt/h/a.jar:/opt/h/b.jar"
+    assert hadoop.set_classpath(hdfs_task, env) is False, "an existing CLASSPATH is kept"
+    script.write_text("#!/bin/sh\necho 'JAVA_HOME is not set' >&2\nexit 1\n")
+    with pytest.raises(SetupError, match="classpath --glob failed .exit 1.: JAVA_HOME is not set"):
+        hadoop.set_classpath(hdfs_task, {"HADOOP_HDFS_HOME": str(tmp_path / "hadoop")})
+    with pytest.raises(SetupError, match="check spec.hadoop.home"):
+        hadoop.set_classpath(hdfs_task, {"HADOOP_HDFS_HOME": str(tmp_path / "nowhere")})

@@ -7,7 +7,7 @@ so each has the exact env a cluster would give it. To run here:
   TFJOBGEN_CLUSTER and TF_CONFIG, TFJOBGEN_CONTROL_ADDRESS, and both sides of
   StarServer's endpoint map (written to a local file);
 - the cluster spec lists only the tasks that run here (after a scale-down);
-- modelDir moves to a directory of this run unless it is a URL (hdfs://...);
+- modelDir moves to a directory of this run (--model-dir chooses another, a URL included);
 - `python` in the command means this Python;
 - unpinned tasks share every CPU here, so thread pools above the CPU count are
   capped to it (a tf2 worker keeps at least 2 inter-op threads);
@@ -94,7 +94,7 @@ def describe(pods: list[Pod], objects: list[dict]) -> JobRequest:
 class Overrides:
     steps: int | None = None
     startup_timeout: int | None = None
-    model_dir: str | None = None  # None: <run_dir>/model (a URL modelDir is kept)
+    model_dir: str | None = None  # None: <run_dir>/model, whatever the job's modelDir
     protocol: str | None = None  # the protocol to run with (a fallback), None: the job's
 
 
@@ -226,12 +226,13 @@ def _local_training(training: dict | None, run_dir: str, overrides: Overrides, n
     # Tasks run in their own directories: a relative data path means one relative to here.
     data["paths"] = [p if "://" in p else os.path.abspath(p) for p in data.get("paths", [])]
     if overrides.model_dir:
-        training["modelDir"] = os.path.abspath(overrides.model_dir)
-    elif "://" not in training["modelDir"]:
-        training["modelDir"] = os.path.join(run_dir, "model")
+        given = overrides.model_dir
+        training["modelDir"] = given if "://" in given else os.path.abspath(given)
     else:
-        notices.append(f"modelDir {training['modelDir']} is a URL and is used as is: checkpoints there are "
-                       "shared with any other run of this job")
+        if "://" in training["modelDir"]:  # a trial must not write into, or resume from, the real job's checkpoints
+            notices.append(f"modelDir {training['modelDir']} is replaced by this run's own directory "
+                           "(--model-dir URL uses a shared one)")
+        training["modelDir"] = os.path.join(run_dir, "model")
     return training
 
 

@@ -15,6 +15,7 @@ Modules, one concern each:
     data       synthetic / TFRecord / CSV input  model       the reference wide & deep model
     optimizers sparse-aware updates            servers     TF servers, PS and worker lifetimes
     modeldir   where checkpoints are written from, placement.json
+    hadoop     CLASSPATH from the Hadoop client, for hdfs:// paths
     tf2        chief (ParameterServerStrategy) and evaluator
     tf1        between-graph workers (MonitoredTrainingSession) and evaluator
     main       dispatch by role and api, errors -> one line and an exit code

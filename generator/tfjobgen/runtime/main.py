@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 
-from . import events, settings
+from . import events, hadoop, settings
 from .control import ChiefGone, ChiefServer, Refused
 from .errors import EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SETUP, SetupError, TaskFailed
 
@@ -61,6 +61,8 @@ def _prepare_tensorflow(task: settings.Task) -> None:
 
 def _run_role(task: settings.Task, report: events.Reporter) -> int:
     try:
+        if hadoop.set_classpath(task, os.environ):  # before TensorFlow (and its JVM) load
+            report(events.NOTICE, message="CLASSPATH set from `hadoop classpath --glob` for hdfs://")
         # The chief listens before it imports TensorFlow (seconds), so the others register meanwhile.
         server = _control_server(task, report) if task.is_chief else None
         started = time.monotonic()
