@@ -2,17 +2,16 @@
 
 `render` prints exactly what `kustomize build` would: objects in kustomize's
 default ("legacy") order, each serialized like go-yaml does. The KRM function
-answers kustomize and kpt in JSON instead, which is valid YAML, about ten times
-faster to write than YAML, and re-emitted by kustomize in its own style.
+answers in the same YAML: kustomize keeps a YAML object's styles, so the build
+prints our bytes, and it reads YAML far faster than JSON, which it converts
+twice (measured in docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import json
 
-import yaml
-
-from .yamlstyle import Dumper
+from . import yamlstyle
 
 # kustomize's legacy sort (api/builtins/SortOrderTransformer, default options).
 _ORDER_FIRST = [
@@ -43,7 +42,7 @@ def kustomize_order(objects: list[dict]) -> list[dict]:
 
 def to_yaml(objects: list[dict]) -> str:
     """A multi-document stream, byte for byte as kustomize prints it."""
-    return "---\n".join(yaml.dump(obj, Dumper=Dumper) for obj in objects)
+    return yamlstyle.write(objects)
 
 
 def to_json(value) -> str:

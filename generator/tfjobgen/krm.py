@@ -7,7 +7,7 @@ Two calling conventions, one behaviour:
   ClusterProfile (absent: the embedded default).
 - kustomize legacy exec plugin (`kubectl kustomize --enable-alpha-plugins`):
   argv[1] is the ClusterProfile file, stdin the build's objects as a YAML
-  stream, stdout the transformed stream.
+  stream, stdout the transformed stream (YAML written as kustomize writes it).
 
 It is a transformer, not a generator: intents are ordinary resources of the
 build and are replaced by what they expand to. If the function does not run
@@ -163,9 +163,17 @@ def run_legacy_plugin(config_path: str, text: str, root: str, stderr=sys.stderr)
     _report(problems, stderr)
     if has_errors(problems):
         return "", 1
-    out = []
-    for item in expanded:
-        out.append("---\n" + (item if isinstance(item, str) else emit.to_json(item) + "\n"))
+    # Runs of generated objects become YAML in one go; documents passed through stay as they came.
+    out, run = [], []
+    for item in expanded + [None]:
+        if isinstance(item, dict):
+            run.append(item)
+            continue
+        if run:
+            out.append("---\n" + emit.to_yaml(run))
+            run = []
+        if isinstance(item, str):
+            out.append("---\n" + item)
     return "".join(out), 0
 
 
