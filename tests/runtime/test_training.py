@@ -88,17 +88,19 @@ spec:
   roles:
     ps: {{replicas: 2, cpu: 1, memory: 2Gi}}
     worker: {{replicas: 2, cpu: 1, memory: 2Gi}}
+    evaluator: {{cpu: 1, memory: 2Gi}}
   training:
     steps: 200
     model: {{vocabularySize: 50000}}
     data: {{format: csv, paths: ["{data}"]}}
 """)
-    run = run_local(job, tmp_path)
+    run = run_local(job, tmp_path, "--with-evaluator")
     report = _passed(run)
     assert "running with grpc instead (the StarServer endpoint map is still rewritten and checked)" in run.output
-    assert report["tasks_run"] == {"ps": 2, "worker": 2}  # worker 0 is the chief
+    assert report["tasks_run"] == {"evaluator": 1, "ps": 2, "worker": 2}  # worker 0 is the chief
     assert int(report["final"]["step"]) >= 195  # tf1 workers stop on the global step they last saw
     assert report["max_over_mean"] <= 1.10
+    assert report["evaluations"], "the tf1 evaluator scored no checkpoint"
 
 
 def test_a_taken_port_is_one_line_from_the_task(tmp_path):

@@ -238,27 +238,16 @@ def run_evaluator(task: Task, report: events.Reporter) -> int:
     features, labels = iterator.get_next()
     loss = model_lib.loss_of(model, features, labels)
     saver = tf.compat.v1.train.Saver(var_list=tf.compat.v1.global_variables())
-    scored = None
     with tf.compat.v1.Session() as session:
-        while True:
-            final = link.done.is_set()
-            latest = tf.train.latest_checkpoint(training.model_dir)
-            if latest and latest != scored:
-                saver.restore(session, latest)
-                session.run(iterator.initializer)
-                losses = []
-                try:
-                    while True:
-                        losses.append(session.run(loss))
-                except tf.errors.OutOfRangeError:
-                    pass
-                report(events.EVAL, step=int(session.run(global_step)), loss=round(sum(losses) / len(losses), 5),
-                       path=latest)
-                scored = latest
-            if final:
-                if scored is None:
-                    report(events.NOTICE, message=f"no checkpoint in {training.model_dir} to evaluate")
-                return EXIT_OK
-            if link.failed:
-                raise link.failed
-            link.done.wait(2.0)
+        def score(path: str) -> tuple[int, float]:
+            saver.restore(session, path)
+            session.run(iterator.initializer)
+            losses = []
+            try:
+                while True:
+                    losses.append(session.run(loss))
+            except tf.errors.OutOfRangeError:
+                pass
+            return int(session.run(global_step)), sum(losses) / len(losses)
+
+        return modeldir.evaluate_checkpoints(training.model_dir, link, report, score)

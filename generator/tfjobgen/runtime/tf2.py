@@ -225,19 +225,9 @@ def run_evaluator(task: Task, report: events.Reporter) -> int:
                                            training.vocabulary_size, EVAL_BATCHES))
     evaluate = tf.function(lambda features, labels: model_lib.loss_of(model, features, labels))
     report(events.UP, model_dir=training.model_dir)
-    scored = None
-    while True:
-        final = link.done.is_set()  # look once more after DONE: the last checkpoint is the one that matters
-        latest = tf.train.latest_checkpoint(training.model_dir)
-        if latest and latest != scored:
-            checkpoint.restore(latest).expect_partial()
-            loss = sum(float(evaluate(f, y)) for f, y in batches) / len(batches)
-            report(events.EVAL, step=int(step.numpy()), loss=round(loss, 5), path=latest)
-            scored = latest
-        if final:
-            if scored is None:
-                report(events.NOTICE, message=f"no checkpoint in {training.model_dir} to evaluate")
-            return EXIT_OK
-        if link.failed:
-            raise link.failed
-        link.done.wait(2.0)
+
+    def score(path: str) -> tuple[int, float]:
+        checkpoint.restore(path).expect_partial()
+        return int(step.numpy()), sum(float(evaluate(f, y)) for f, y in batches) / len(batches)
+
+    return modeldir.evaluate_checkpoints(training.model_dir, link, report, score)
