@@ -8,9 +8,9 @@
 2. Builds the overlay with `kubectl kustomize --enable-alpha-plugins` (tfjobgen runs
    as the plugin), then commits that output as plain YAML, one file per job, and
    builds that too: the same objects, no function.
-3. Times both builds (median of --runs), and a third one whose plugin only prints the
-   finished output (no tfjobgen): what kustomize itself spends on any transformer
-   plugin. Counts how many times the plugin process started per build, and measures
+3. Times both builds, and a third one whose plugin only prints the finished output
+   (no tfjobgen): what kustomize itself spends on any transformer plugin. The three run
+   in interleaved rounds (median of --runs), since this VM drifts over minutes. Counts how many times the plugin process started per build, and measures
    the function's cold start (`python -X importtime` and wall time of `tfjobgen krm`
    on one small job).
 
@@ -125,6 +125,21 @@ def timed(label: str, runs: int, action) -> list[float]:
     return times
 
 
+def timed_in_rounds(runs: int, actions: dict[str, object]) -> dict[str, list[float]]:
+    """Time several builds in interleaved rounds (A B C, B C A, ...), so that the VM's drift
+    over minutes falls on each of them alike instead of on whichever ran last."""
+    times: dict[str, list[float]] = {label: [] for label in actions}
+    labels = list(actions)
+    for run in range(runs):
+        order = labels[run % len(labels):] + labels[:run % len(labels)]
+        for label in order:
+            start = time.perf_counter()
+            actions[label]()
+            times[label].append(time.perf_counter() - start)
+            print(f"  round {run + 1}/{runs}: {label} {times[label][-1]:.2f} s", file=sys.stderr, flush=True)
+    return times
+
+
 def import_time_ms() -> float:
     """Total self+cumulative import time of the modules `tfjobgen krm` loads, from -X importtime."""
     job = (REPO / "jobs" / "wide-deep.yaml").read_text()
@@ -155,12 +170,14 @@ def main() -> None:
         assert kustomize(root / "plain", env) == built, "plain YAML must build to the same bytes"
         objects = built.count("\n---\n") + 1
         (root / "starts.log").unlink()
-        with_function = timed("with tfjobgen", args.runs, lambda: kustomize(root / "overlays" / "bench", env))
-        starts = len((root / "starts.log").read_text().splitlines())
-        plain = timed("plain YAML", args.runs, lambda: kustomize(root / "plain", env))
         canned_env = {**env, "KUSTOMIZE_PLUGIN_HOME": str(write_canned_plugin(root, built))}
-        canned = timed("a plugin that prints the output", args.runs,
-                       lambda: kustomize(root / "overlays" / "bench", canned_env))
+        builds = timed_in_rounds(args.runs, {
+            "with tfjobgen": lambda: kustomize(root / "overlays" / "bench", env),
+            "plain YAML": lambda: kustomize(root / "plain", env),
+            "a printing plugin": lambda: kustomize(root / "overlays" / "bench", canned_env),
+        })
+        with_function, plain, canned = builds["with tfjobgen"], builds["plain YAML"], builds["a printing plugin"]
+        starts = len((root / "starts.log").read_text().splitlines())
         job = (REPO / "jobs" / "wide-deep.yaml").read_text()
         profile = str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml")
         cold = timed("cold start (tfjobgen krm, 1 job)", args.runs, lambda: subprocess.run(
