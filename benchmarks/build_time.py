@@ -115,16 +115,6 @@ def write_plain(root: Path, built: str) -> None:
     (plain / "kustomization.yaml").write_text("resources:\n" + "".join(f"- {j}.yaml\n" for j in sorted(by_job)))
 
 
-def timed(label: str, runs: int, action) -> list[float]:
-    times = []
-    for run in range(runs):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-        print(f"  {label}: run {run + 1}/{runs} {times[-1]:.2f} s", file=sys.stderr, flush=True)
-    return times
-
-
 def timed_in_rounds(runs: int, actions: dict[str, object]) -> dict[str, list[float]]:
     """Time several builds in interleaved rounds (A B C, B C A, ...), so that the VM's drift
     over minutes falls on each of them alike instead of on whichever ran last."""
@@ -138,6 +128,10 @@ def timed_in_rounds(runs: int, actions: dict[str, object]) -> dict[str, list[flo
             times[label].append(time.perf_counter() - start)
             print(f"  round {run + 1}/{runs}: {label} {times[label][-1]:.2f} s", file=sys.stderr, flush=True)
     return times
+
+
+def timed(label: str, runs: int, action) -> list[float]:
+    return timed_in_rounds(runs, {label: action})[label]
 
 
 def import_time_ms() -> float:
