@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "generator"), str(REPO / "tests")]
 
 import scheduling  # noqa: E402
-from tfjobgen import emit, pipeline, pods  # noqa: E402
+from tfjobgen import backends, emit, pipeline  # noqa: E402
 
 COLORS = {"ps": "#e8833a", "worker": "#3a7be8", "chief": "#3aa65a", "evaluator": "#8a5ad6"}
 CELL, GAP, SERVER_W, SERVER_H = 18, 3, 130, 86
@@ -26,7 +26,7 @@ CELL, GAP, SERVER_W, SERVER_H = 18, 3, 130, 86
 def placed(job: str, servers: int) -> list[scheduling.Node]:
     intents, _ = pipeline.load_intents([str(REPO / "jobs" / job)])
     expansion = pipeline.expand(intents, pipeline.load_profile(None))
-    task_pods = pods.from_objects(emit.kustomize_order(expansion.objects[0]))
+    task_pods = backends.pods_of(emit.kustomize_order(expansion.objects[0]))
     cluster = scheduling.nodes(servers)
     assert scheduling.schedule(task_pods, cluster) == [], f"{job}: pods left pending"
     return cluster

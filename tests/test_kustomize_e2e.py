@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from conftest import OVERLAYS, REPO, kubectl, kustomize_build, load_yaml_stream
-from tfjobgen import describe, labels, pods
+from tfjobgen import backends, describe, labels
 
 # Kubernetes versions the output is validated against: the oldest supported and the newest bundled.
 SUPPORTED = ["1.30", "1.33", "1.37"]
@@ -68,7 +68,7 @@ def test_strict_validation_can_fail():
 def test_every_tf_config_names_the_pod_it_runs_in(overlay_objects):
     """After the kubelet expands the env, each pod's TF_CONFIG lists every role and points `task` at itself."""
     for overlay, objects in overlay_objects.items():
-        for pod in pods.from_objects(objects):
+        for pod in backends.pods_of(objects):
             tf_config = json.loads(pod.env["TF_CONFIG"])
             task = tf_config["task"]
             assert (task["type"], task["index"]) == (pod.role, pod.index)

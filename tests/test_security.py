@@ -6,7 +6,7 @@ import copy
 
 import pss
 from conftest import REPO, render
-from tfjobgen import labels, pods
+from tfjobgen import backends, labels
 from tfjobgen.pods import Pod
 
 GOLDEN = sorted((REPO / "tests" / "golden").glob("*/job.yaml"))
@@ -76,7 +76,7 @@ def _admits(policy: dict, source: Pod, target: Pod, port: int) -> bool:
 
 def test_network_policy_admits_only_the_jobs_own_pods_on_its_own_ports(overlay_objects):
     objects = overlay_objects["seed-80c"]
-    all_pods = pods.from_objects(objects)
+    all_pods = backends.pods_of(objects)
     policies = {o["metadata"]["labels"][labels.JOB]: o for o in objects if o["kind"] == "NetworkPolicy"}
     by_job: dict[str, list[Pod]] = {}
     for pod in all_pods:

@@ -13,11 +13,11 @@ import pytest
 
 import scheduling
 from conftest import JOBS, render
-from tfjobgen import pods as podlib
+from tfjobgen import backends, pods as podlib
 
 
 def _pods(*paths, profile=None):
-    return podlib.from_objects(render(*paths, profile=profile))
+    return backends.pods_of(render(*paths, profile=profile))
 
 
 def _groups_intact(cluster) -> bool:

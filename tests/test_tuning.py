@@ -8,13 +8,13 @@ import math
 import pytest
 
 from conftest import JOBS, REPO, problems_of, render
-from tfjobgen import pods, quantity
+from tfjobgen import backends, quantity
 
 GOLDEN = REPO / "tests" / "golden"
 
 
 def _pods_of(path, profile=None):
-    return pods.from_objects(render(path, profile=profile))
+    return backends.pods_of(render(path, profile=profile))
 
 
 def test_cpuset_pods_are_guaranteed_on_whole_cpus_on_cpu_manager_nodes(overlay_objects):
@@ -93,7 +93,7 @@ def _endpoint_map(objects) -> str:
 def test_endpoint_map_matches_tf_config_byte_for_byte_and_is_mounted_where_deeprec_reads_it(path):
     objects = render(path)
     lines = _endpoint_map(objects).splitlines()
-    task_pods = pods.from_objects(objects)
+    task_pods = backends.pods_of(objects)
     cluster = json.loads(task_pods[0].env["TF_CONFIG"])["cluster"]
     addresses = [a for role in sorted(cluster) for a in cluster[role]]
     assert [line.split("=")[0] for line in lines] == addresses, "one line per task, left side == TF_CONFIG entry"
@@ -157,7 +157,7 @@ def test_hadoop_environment_is_set_and_yields_to_the_users_own(tmp_path):
     assert env["HADOOP_HDFS_HOME"] == env["HADOOP_HOME"] == "/opt/hadoop" and env["HADOOP_USER_NAME"] == "ml"
     assert env["LD_LIBRARY_PATH"] == "/usr/lib/jvm/java-17/lib/server:/opt/hadoop/lib/native"
     assert env["JAVA_HOME"] == "/opt/jdk", "the job's own JAVA_HOME wins"
-    names = [e["name"] for e in pods.from_objects(render(path))[0].container["env"]]
+    names = [e["name"] for e in backends.pods_of(render(path))[0].container["env"]]
     assert len(names) == len(set(names)), "no variable twice"
 
 

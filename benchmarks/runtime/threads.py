@@ -27,7 +27,7 @@ import time
 
 from common import job_variant, machine, markdown, save
 
-from tfjobgen import pipeline, pods
+from tfjobgen import backends, pipeline
 from tfjobgen.local import ports, tasks
 from tfjobgen.local.supervisor import Supervisor
 
@@ -77,7 +77,7 @@ def one_run(worker_cpus: tuple[int, ...], oversubscribed: bool, steps: int) -> d
                       roles=roles)
     intents, _ = pipeline.load_intents([str(job)])
     expansion = pipeline.expand(intents, pipeline.load_profile(None))
-    request = tasks.describe(pods.from_objects(expansion.objects[0]), expansion.objects[0])
+    request = tasks.describe(backends.decode(expansion.objects[0]))
     counts = {"chief": 1, "ps": 1, "worker": 1}
     run_dir = tempfile.mkdtemp(prefix="tfjobgen-bench-threads-")
     local, _ = tasks.build(request, counts, ports.free_ports(tasks.ports_needed(request, counts)), run_dir,

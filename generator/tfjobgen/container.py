@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 
+from . import contract
 from .model import TrainingJob
+from .naming import Naming
 from .problems import Problem
 from .profile import ClusterProfile
-from .tuning import RUNTIME_COMMAND
 
-CONTAINER_NAME = "tensorflow"
-SCRATCH_DIR = "/tmp"
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _SHELL_SYNTAX = re.compile(r"[;&|`$<>(){}\n*?~]|\s")
 
@@ -32,12 +31,12 @@ def image(job: TrainingJob, profile: ClusterProfile) -> str:
 
 
 def command(job: TrainingJob) -> list[str]:
-    return list(job.command) if job.command is not None else list(RUNTIME_COMMAND)
+    return list(job.command) if job.command is not None else list(contract.RUNTIME_COMMAND)
 
 
-def ports(job: TrainingJob, profile: ClusterProfile) -> list[dict]:
+def ports(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[dict]:
     """Container ports other tasks connect to (also what the NetworkPolicy opens)."""
-    result = [{"containerPort": profile.grpc_port, "name": "grpc", "protocol": "TCP"}]
+    result = [{"containerPort": profile.grpc_port, "name": naming.grpc_port_name, "protocol": "TCP"}]
     if job.uses_star_server:
         result.append({"containerPort": profile.seastar_port, "name": "seastar", "protocol": "TCP"})
     if job.uses_runtime:

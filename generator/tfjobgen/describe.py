@@ -2,6 +2,8 @@
 
 It works from the Kubernetes objects alone (the output of `kustomize build`),
 never from the intent, so a summary or a diff shows what the cluster will get.
+The objects are read through the backends' `decode`: a job looks the same here
+whichever backend carries it.
 """
 
 from __future__ import annotations
@@ -9,8 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import labels, table
-from .model import ROLE_ORDER
+from . import backends, contract, labels, table
 
 
 @dataclass
@@ -30,35 +31,12 @@ class JobSummary:
     qos: str = "shared"
     protocol: str = ""
     api: str = ""
+    backend: str = ""
     objects: Counter = field(default_factory=Counter)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-
-def _container(job_object: dict) -> dict:
-    return job_object["spec"]["template"]["spec"]["containers"][0]
-
-
-def _env(container: dict) -> dict[str, str]:
-    return {e["name"]: e.get("value", "") for e in container.get("env", [])}
-
-
-def _topology(pod_specs: dict[str, dict]) -> str:
-    ps_affinity = pod_specs.get("ps", {}).get("affinity", {})
-    worker_affinity = pod_specs.get("worker", {}).get("affinity", {})
-    if worker_affinity.get("podAffinity"):
-        return "colocated"
-    anti = ps_affinity.get("podAntiAffinity", {})
-    required = anti.get("requiredDuringSchedulingIgnoredDuringExecution", [])
-    if required and "matchExpressions" in required[0]["labelSelector"]:
-        return "isolated"
-    if required:
-        return "spread (required)"
-    if anti.get("preferredDuringSchedulingIgnoredDuringExecution"):
-        return "spread"
-    return "none"
 
 
 def _is_guaranteed_whole_cpu(container: dict) -> bool:
@@ -67,38 +45,29 @@ def _is_guaranteed_whole_cpu(container: dict) -> bool:
     return bool(requests) and requests == limits and str(requests.get("cpu", "")).isdigit()
 
 
+def summarize(job: backends.DecodedJob) -> JobSummary:
+    """What one decoded job is: per role its tasks and sizes, its topology, QoS and protocol."""
+    summary = JobSummary(job.namespace, job.name, backend=job.backend,
+                         objects=Counter(o.get("kind", "?") for o in job.objects))
+    for pod in job.pods:
+        role = summary.roles.setdefault(pod.role, RoleSummary())
+        role.replicas += 1
+        requests = pod.container.get("resources", {}).get("requests", {})
+        role.cpu, role.memory = str(requests.get("cpu", "")), str(requests.get("memory", ""))
+        role.threads = f"{pod.env.get(contract.INTRA_OP_ENV, '?')}/{pod.env.get(contract.INTER_OP_ENV, '?')}"
+    if job.pods:
+        first = job.pods[0]
+        summary.protocol, summary.api = first.env.get(contract.PROTOCOL_ENV, "?"), first.env.get(contract.API_ENV, "?")
+        summary.topology = first.annotations.get(labels.TOPOLOGY, "?")
+        guaranteed = all(_is_guaranteed_whole_cpu(c) for p in job.pods for c in p.spec.get("containers", []))
+        summary.qos = "cpuset" if guaranteed else "shared"
+    summary.roles = {r: summary.roles[r] for r in contract.ROLES if r in summary.roles}
+    return summary
+
+
 def jobs(objects: list[dict]) -> list[JobSummary]:
-    """One summary per job found among `objects` (by the tfjobgen.dev/job label), sorted by namespace/name."""
-    found: dict[tuple[str, str], JobSummary] = {}
-    pod_specs: dict[tuple[str, str], dict[str, dict]] = {}
-    guaranteed: dict[tuple[str, str], list[bool]] = {}
-    for obj in objects:
-        meta = obj.get("metadata", {})
-        name = meta.get("labels", {}).get(labels.JOB)
-        if not name:
-            continue
-        key = (meta.get("namespace", ""), name)
-        summary = found.setdefault(key, JobSummary(*key))
-        summary.objects[obj.get("kind", "?")] += 1
-        if obj.get("kind") != "Job":
-            continue
-        role = meta["labels"].get(labels.ROLE, "?")
-        container = _container(obj)
-        spec = obj["spec"]
-        role_summary = summary.roles.setdefault(role, RoleSummary())
-        role_summary.replicas += spec.get("completions", 1)
-        requests = container.get("resources", {}).get("requests", {})
-        role_summary.cpu, role_summary.memory = str(requests.get("cpu", "")), str(requests.get("memory", ""))
-        env = _env(container)
-        role_summary.threads = f"{env.get('TF_NUM_INTRAOP_THREADS', '?')}/{env.get('TF_NUM_INTEROP_THREADS', '?')}"
-        summary.protocol, summary.api = env.get("TFJOBGEN_PROTOCOL", "?"), env.get("TFJOBGEN_API", "?")
-        pod_specs.setdefault(key, {}).setdefault(role, obj["spec"]["template"]["spec"])
-        guaranteed.setdefault(key, []).append(_is_guaranteed_whole_cpu(container))
-    for key, summary in found.items():
-        summary.topology = _topology(pod_specs.get(key, {}))
-        summary.qos = "cpuset" if guaranteed.get(key) and all(guaranteed[key]) else "shared"
-        summary.roles = {r: summary.roles[r] for r in ROLE_ORDER if r in summary.roles}
-    return [found[k] for k in sorted(found)]
+    """One summary per job found among `objects` (whatever its backend), sorted by namespace/name."""
+    return [summarize(job) for job in backends.decode(objects)]
 
 
 def role_text(role: RoleSummary | None) -> str:
@@ -108,8 +77,8 @@ def role_text(role: RoleSummary | None) -> str:
 
 
 def table_of(summaries: list[JobSummary]) -> str:
-    headers = ["JOB", "TOPOLOGY", "QOS", "PROTOCOL", "PS", "WORKERS", "CHIEF", "EVALUATOR", "OBJECTS"]
-    rows = [[s.key, s.topology, s.qos, f"{s.protocol} ({s.api})", role_text(s.roles.get("ps")),
+    headers = ["JOB", "BACKEND", "TOPOLOGY", "QOS", "PROTOCOL", "PS", "WORKERS", "CHIEF", "EVALUATOR", "OBJECTS"]
+    rows = [[s.key, s.backend, s.topology, s.qos, f"{s.protocol} ({s.api})", role_text(s.roles.get("ps")),
              role_text(s.roles.get("worker")), role_text(s.roles.get("chief")), role_text(s.roles.get("evaluator")),
              sum(s.objects.values())] for s in summaries]
     return table.render(headers, rows)

@@ -7,6 +7,8 @@ from .model import TrainingJob
 JOB = "tfjobgen.dev/job"
 ROLE = "tfjobgen.dev/role"
 INDEX = "tfjobgen.dev/index"
+# Pod annotation: the intent's topology mode, so a summary reads it back without guessing from affinity.
+TOPOLOGY = "tfjobgen.dev/topology"
 # Kubernetes' own label on pods of an Indexed Job (GA in 1.32, on by default since 1.28).
 JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 

@@ -12,11 +12,10 @@ from fractions import Fraction
 from typing import Any
 
 from . import quantity
+from .contract import ROLES
 
 API_VERSION = "tfjobgen.dev/v1alpha1"
 KIND = "TrainingJob"
-# Roles in the order every listing uses (TF_CONFIG, endpoint map, objects).
-ROLE_ORDER = ("chief", "evaluator", "ps", "worker")
 STAR_SERVER_PROTOCOLS = ("star_server", "star_server_lite")
 
 
@@ -78,7 +77,7 @@ class TrainingJob:
     protocol: str
     backend: str
     qos: str  # cpuset | shared
-    roles: dict[str, Role]  # present roles only, in ROLE_ORDER
+    roles: dict[str, Role]  # present roles only, in contract.ROLES order
     topology: Topology
     star_server: StarServer
     backoff_limit_per_task: int
@@ -132,7 +131,7 @@ def training_job(document: dict) -> TrainingJob:
         protocol=protocol,
         backend=spec["backend"],
         qos=spec["qos"],
-        roles={name: _role(name, spec["roles"][name]) for name in ROLE_ORDER if name in spec["roles"]},
+        roles={name: _role(name, spec["roles"][name]) for name in ROLES if name in spec["roles"]},
         topology=Topology(
             mode=topology["mode"],
             workers_per_server=topology["workersPerServer"],

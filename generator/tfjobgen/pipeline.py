@@ -120,7 +120,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
     job = model.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
     for check in (names.check, container.check):
         problems += check(job)
-    for check in (qos.check, topology.check, tuning.check):
+    for check in (qos.check, topology.check, tuning.check, backends.get(job.backend).check):
         problems += check(job, profile)
     problems = [intent.locate(p) for p in problems]
     return (None if has_errors(problems) else job), problems
@@ -176,11 +176,17 @@ def expand(intents: list[Intent], profile: ClusterProfile, others: list[dict] = 
         problems += found
     problems += duplicates(intents)
     if not has_errors(problems):
-        objects = [backends.render(plan.build(job, profile)) for job in jobs]
+        objects = [render(job, profile) for job in jobs]
         problems += collisions(objects, intents, list(others))
     if has_errors(problems):
         return Expansion([[] for _ in intents], _sorted(problems))
     return Expansion(objects, _sorted(problems))
+
+
+def render(job: model.TrainingJob, profile: ClusterProfile) -> list[dict]:
+    """Plan one valid job, then let its backend encode the plan as Kubernetes objects."""
+    backend = backends.get(job.backend)
+    return backend.encode(plan.build(job, profile, backend.naming))
 
 
 def collisions(expanded: list[list[dict]], intents: list[Intent], others: list[dict]) -> list[Problem]:

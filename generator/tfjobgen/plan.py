@@ -1,9 +1,20 @@
 """The plan: a validated job turned into what each of its tasks needs, before any backend.
 
-A backend then only decides which Kubernetes objects carry these pod templates
-(native: batch/v1 Jobs). Each concern module contributes one part:
-topology -> affinity and node pools, qos -> resources and CPU-manager nodes,
-tuning -> env, container -> image, command and security.
+    JobPlan
+      roles: RolePlan per role       replicas, and whether its tasks share one pod template
+        tasks: TaskPlan per task     role, index, hostname, address, pod template
+      cluster: the TF cluster spec   every training task's address, in task order
+      config_data                    the job's ConfigMap (cluster spec, endpoint map)
+
+It is plain data: a backend only decides which Kubernetes objects carry these
+pod templates (native: batch/v1 Jobs). Names come from the backend's `Naming`
+(what its controller calls each pod), everything else from one concern module
+each: topology -> affinity and node pools, qos -> resources and CPU-manager
+nodes, tuning -> env, container -> image, command and security.
+
+Tasks of a role that share a template share the very same dict, so a job of
+thousands of tasks costs one template per role. Treat templates as read-only:
+a backend that needs a variant copies the part it changes.
 """
 
 from __future__ import annotations
@@ -11,8 +22,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from . import container, labels, names, qos, topology, tuning
+from . import container, contract, labels, names, qos, topology, tuning
 from .model import TrainingJob
+from .naming import Naming
 from .profile import ClusterProfile
 
 SCRATCH_VOLUME = "scratch"
@@ -20,35 +32,60 @@ CLUSTER_VOLUME = "cluster"
 
 
 @dataclass(frozen=True)
+class TaskPlan:
+    role: str
+    index: int
+    hostname: str  # the pod's hostname, as its controller sets it
+    address: str  # host:port of its TF server, as TF_CONFIG lists it
+    template: dict  # its pod template (the role's shared one unless the role is per_task)
+
+
+@dataclass(frozen=True)
 class RolePlan:
     role: str
     replicas: int
-    per_task: bool  # True: each task gets its own object (its placement or labels differ)
+    per_task: bool  # True: each task has its own template (its placement or labels differ)
+    tasks: tuple[TaskPlan, ...]
+
+    @property
+    def template(self) -> dict:
+        """The template the role's tasks share (per_task roles: task 0's)."""
+        return self.tasks[0].template
 
 
 @dataclass(frozen=True)
 class JobPlan:
     job: TrainingJob
     profile: ClusterProfile
+    naming: Naming
     roles: tuple[RolePlan, ...]
+    cluster: dict[str, tuple[str, ...]]  # role -> addresses, the TF cluster spec
     config_data: dict[str, str]  # the job's ConfigMap: cluster spec, endpoint map
 
-    def pod_template(self, role: str, index: int | None) -> dict:
-        """Pod template of task `index` of `role`; None for the shared template of an Indexed Job."""
-        return pod_template(self.job, self.profile, role, index)
+    @property
+    def tasks(self) -> tuple[TaskPlan, ...]:
+        return tuple(task for role in self.roles for task in role.tasks)
+
+    def role(self, name: str) -> RolePlan:
+        return next(r for r in self.roles if r.role == name)
 
 
-def build(job: TrainingJob, profile: ClusterProfile) -> JobPlan:
+def build(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> JobPlan:
     own_objects = topology.roles_needing_own_objects(job)
-    roles = tuple(
-        RolePlan(name, spec.replicas, profile.task_objects == "per-task" or name in own_objects)
-        for name, spec in job.roles.items()
-    )
-    config = {tuning.CLUSTER_KEY: json.dumps(tuning.cluster_spec(job, profile), sort_keys=True,
-                                             separators=(",", ":"))}
+    cluster = tuning.cluster_spec(job, profile, naming)
+    roles = []
+    for name, spec in job.roles.items():
+        per_task = profile.task_objects == "per-task" or name in own_objects
+        shared = None if per_task else pod_template(job, profile, naming, name, None)
+        tasks = tuple(
+            TaskPlan(name, i, naming.hostname(job, name, i), naming.address(job, profile, name, i),
+                     shared if shared is not None else pod_template(job, profile, naming, name, i))
+            for i in range(spec.replicas))
+        roles.append(RolePlan(name, spec.replicas, per_task, tasks))
+    config = {contract.CLUSTER_KEY: json.dumps(cluster, sort_keys=True, separators=(",", ":"))}
     if job.uses_star_server:
-        config[tuning.ENDPOINT_MAP_KEY] = tuning.endpoint_map(job, profile)
-    return JobPlan(job, profile, roles, config)
+        config[contract.ENDPOINT_MAP_KEY] = tuning.endpoint_map(job, profile, cluster)
+    return JobPlan(job, profile, naming, tuple(roles), cluster, config)
 
 
 def _tolerations(*groups: tuple[dict, ...]) -> list[dict]:
@@ -61,22 +98,23 @@ def _tolerations(*groups: tuple[dict, ...]) -> list[dict]:
     return result
 
 
-def pod_template(job: TrainingJob, profile: ClusterProfile, role: str, index: int | None) -> dict:
+def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role: str, index: int | None) -> dict:
+    """Task `index` of `role`; index None: the template all of the role's tasks share."""
     place = topology.placement(job, profile, role, index or 0)
     cpu_nodes, cpu_tolerations = qos.node_selection(job, profile)
-    mounts = [{"mountPath": container.SCRATCH_DIR, "name": SCRATCH_VOLUME}]
+    mounts = [{"mountPath": contract.SCRATCH_DIR, "name": SCRATCH_VOLUME}]
     volumes = [{"emptyDir": {}, "name": SCRATCH_VOLUME}]
     if job.uses_star_server:
-        mounts.append({"mountPath": tuning.ENDPOINT_MAP_DIR, "name": CLUSTER_VOLUME, "readOnly": True})
+        mounts.append({"mountPath": contract.ENDPOINT_MAP_DIR, "name": CLUSTER_VOLUME, "readOnly": True})
         volumes.append({"configMap": {
-            "items": [{"key": tuning.ENDPOINT_MAP_KEY, "path": tuning.ENDPOINT_MAP_KEY}],
+            "items": [{"key": contract.ENDPOINT_MAP_KEY, "path": contract.ENDPOINT_MAP_KEY}],
             "name": names.cluster_config(job)}, "name": CLUSTER_VOLUME})
     training = {
         "command": container.command(job),
-        "env": tuning.env(job, profile, role, index),
+        "env": tuning.env(job, profile, naming, role, index),
         "image": container.image(job, profile),
-        "name": container.CONTAINER_NAME,
-        "ports": container.ports(job, profile),
+        "name": contract.CONTAINER_NAME,
+        "ports": container.ports(job, profile, naming),
         "securityContext": container.security_context(job),
         "volumeMounts": mounts,
     }
@@ -101,4 +139,5 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, role: str, index: in
     if job.service_account:
         spec["serviceAccountName"] = job.service_account
     qos.apply(spec, job, role)
-    return {"metadata": {"labels": labels.for_task(job, role, index)}, "spec": spec}
+    metadata = {"annotations": {labels.TOPOLOGY: job.topology.mode}, "labels": labels.for_task(job, role, index)}
+    return {"metadata": metadata, "spec": spec}

@@ -1,7 +1,7 @@
-"""What Kubernetes makes of rendered Jobs: one pod per task, with its env resolved.
+"""What Kubernetes makes of a pod template: the pod, with its env resolved as the kubelet does.
 
-This follows the Job controller and the kubelet closely enough to run or
-check a job without a cluster:
+Backends emulate their controllers with `make_pod` (`job_pods` is the Job
+controller, which JobSet's child Jobs go through too):
 
 - an Indexed Job gets one pod per index, hostname `<job-name>-<index>`, the
   annotation and label batch.kubernetes.io/job-completion-index, and the env
@@ -11,8 +11,8 @@ check a job without a cluster:
   from the rendered ConfigMaps, `fieldRef` from the pod's metadata;
 - command and args get the same `$(VAR)` expansion.
 
-`tfjobgen run-local` starts these pods as processes; the tests use them to
-check that every TF_CONFIG names exactly the pod it is in.
+`tfjobgen run-local` starts these pods as processes; the scheduler simulation
+places them; the tests check that every TF_CONFIG names exactly the pod it is in.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ _FIELD = re.compile(r"^metadata\.(annotations|labels)\['([^']+)'\]$")
 
 @dataclass
 class Pod:
-    job_name: str  # the batch/v1 Job that owns it
+    owner: str  # the object whose controller created it (a Job's name, say)
     namespace: str
     hostname: str
     subdomain: str
@@ -38,14 +38,16 @@ class Pod:
     spec: dict  # the pod spec, containers' env resolved to plain values
     env: dict[str, str] = field(default_factory=dict)  # the training container's resolved env
     unresolved: list[str] = field(default_factory=list)  # env it could not resolve (secrets)
+    index: int = 0  # the task's index within its role
 
     @property
     def role(self) -> str:
         return self.labels.get(labels.ROLE, "")
 
     @property
-    def index(self) -> int:
-        return int(self.labels.get(labels.INDEX) or self.labels.get(labels.JOB_COMPLETION_INDEX) or 0)
+    def task(self) -> str:
+        """role:index, as the runtime and run-local name tasks."""
+        return f"{self.role}:{self.index}"
 
     @property
     def fqdn(self) -> str:
@@ -94,20 +96,20 @@ def _resolve_env(container: dict, meta: dict, config_maps: dict, namespace: str)
     return known, missing
 
 
-def _pod(job: dict, index: int | None, config_maps: dict) -> Pod:
-    template = copy.deepcopy(job["spec"]["template"])
-    meta = {"labels": dict(template.get("metadata", {}).get("labels", {})),
-            "annotations": dict(template.get("metadata", {}).get("annotations", {}))}
+def make_pod(owner: str, namespace: str, template: dict, config_maps: dict, *, index: int,
+             hostname: str, subdomain: str = "", extra_labels: dict | None = None,
+             extra_annotations: dict | None = None, extra_env: list[dict] | None = None) -> Pod:
+    """The pod a controller creates from `template`: its metadata as the controller adds it, env resolved."""
+    template = copy.deepcopy(template)
+    meta = {"labels": {**template.get("metadata", {}).get("labels", {}), **(extra_labels or {})},
+            "annotations": {**template.get("metadata", {}).get("annotations", {}), **(extra_annotations or {})}}
     spec = template["spec"]
-    namespace = job["metadata"]["namespace"]
-    meta["labels"]["batch.kubernetes.io/job-name"] = job["metadata"]["name"]
-    if index is not None:
-        meta["annotations"][labels.JOB_COMPLETION_INDEX] = str(index)
-        meta["labels"][labels.JOB_COMPLETION_INDEX] = str(index)
-        spec.setdefault("hostname", f"{job['metadata']['name']}-{index}")
-        for container in spec.get("containers", []):
-            container.setdefault("env", []).append({"name": "JOB_COMPLETION_INDEX", "value": str(index)})
-    meta["name"] = spec.get("hostname", job["metadata"]["name"])
+    spec.setdefault("hostname", hostname)
+    if subdomain:
+        spec.setdefault("subdomain", subdomain)
+    meta["name"] = spec["hostname"]
+    for container in spec.get("containers", []):
+        container.setdefault("env", []).extend(copy.deepcopy(extra_env or []))
     unresolved: list[str] = []
     env: dict[str, str] = {}
     for position, container in enumerate(spec.get("containers", [])):
@@ -118,20 +120,25 @@ def _pod(job: dict, index: int | None, config_maps: dict) -> Pod:
                 container[key] = [expand_references(arg, resolved) for arg in container[key]]
         if position == 0:
             env, unresolved = resolved, missing
-    return Pod(job["metadata"]["name"], namespace, spec.get("hostname", ""), spec.get("subdomain", ""),
-               meta["labels"], meta["annotations"], spec, env, unresolved)
+    return Pod(owner, namespace, spec["hostname"], spec.get("subdomain", ""), meta["labels"], meta["annotations"],
+               spec, env, unresolved, index)
 
 
-def from_objects(objects: list[dict]) -> list[Pod]:
-    """Every pod the Jobs among `objects` would create, in object order."""
-    config_maps = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o.get("data", {})
-                   for o in objects if o.get("kind") == "ConfigMap"}
+def job_pods(job: dict, config_maps: dict, extra_labels: dict | None = None,
+             extra_annotations: dict | None = None) -> list[Pod]:
+    """The pods the Job controller creates for one batch/v1 Job (Indexed: one per completion index)."""
+    name, namespace = job["metadata"]["name"], job["metadata"].get("namespace", "")
+    template, spec = job["spec"]["template"], job["spec"]
+    common_labels = {"batch.kubernetes.io/job-name": name, **(extra_labels or {})}
+    if spec.get("completionMode") != "Indexed":
+        task_labels = template.get("metadata", {}).get("labels", {})
+        return [make_pod(name, namespace, template, config_maps, index=int(task_labels.get(labels.INDEX, 0)),
+                         hostname=name, extra_labels=common_labels, extra_annotations=extra_annotations)]
     pods = []
-    for obj in objects:
-        if obj.get("kind") != "Job" or obj.get("apiVersion") != "batch/v1":
-            continue
-        if obj["spec"].get("completionMode") == "Indexed":
-            pods += [_pod(obj, i, config_maps) for i in range(obj["spec"].get("completions", 1))]
-        else:
-            pods.append(_pod(obj, None, config_maps))
+    for i in range(spec.get("completions", 1)):
+        index = {labels.JOB_COMPLETION_INDEX: str(i)}
+        pods.append(make_pod(name, namespace, template, config_maps, index=i, hostname=f"{name}-{i}",
+                             extra_labels={**common_labels, **index},
+                             extra_annotations={**(extra_annotations or {}), **index},
+                             extra_env=[{"name": "JOB_COMPLETION_INDEX", "value": str(i)}]))
     return pods

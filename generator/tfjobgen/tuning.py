@@ -16,23 +16,20 @@ from __future__ import annotations
 
 import json
 
-from . import names, qos
-from .model import ROLE_ORDER, TrainingJob
+from . import contract, names, qos
+from .contract import CLUSTER_ENV, TASK_INDEX_ENV
+from .model import TrainingJob
+from .naming import Naming
 from .problems import WARNING, Problem, field_path
 from .profile import ClusterProfile
 
-CLUSTER_KEY = "cluster.json"  # ConfigMap key: the TF cluster spec
-ENDPOINT_MAP_KEY = ".endpoint_map"  # ConfigMap key: StarServer's grpc -> seastar map
-ENDPOINT_MAP_DIR = "/etc/tfjobgen/starserver"  # where the map is mounted (TF_SEASTAR_ENDPOINT_MAP_PATH)
-RUNTIME_COMMAND = ("python", "-m", "tfjobgen.runtime")
-
 # Generated variables, and the spec field to set instead of writing them in spec.env.
 _RESERVED = {
-    "TF_CONFIG": "spec.roles (TF_CONFIG is generated)",
-    "TF_NUM_INTRAOP_THREADS": "spec.roles.<role>.threads.intraOp",
-    "TF_NUM_INTEROP_THREADS": "spec.roles.<role>.threads.interOp",
-    "OMP_NUM_THREADS": "spec.roles.<role>.threads.intraOp",
-    "TF_SEASTAR_ENDPOINT_MAP_PATH": "spec.protocol (the map is generated)",
+    contract.TF_CONFIG: "spec.roles (TF_CONFIG is generated)",
+    contract.INTRA_OP_ENV: "spec.roles.<role>.threads.intraOp",
+    contract.INTER_OP_ENV: "spec.roles.<role>.threads.interOp",
+    contract.OMP_ENV: "spec.roles.<role>.threads.intraOp",
+    contract.ENDPOINT_MAP_PATH_ENV: "spec.protocol (the map is generated)",
     "WORKER_ENABLE_POLLING": "spec.starServer.workerPolling",
     "PS_ENABLE_POLLING": "spec.starServer.psPolling",
     "NETWORK_PS_CORE_NUMBER": "spec.starServer.psNetworkCores",
@@ -40,36 +37,36 @@ _RESERVED = {
     "WORKER_DISABLE_PIN_CORES": "spec.starServer.pinWorkerCores",
     "PS_DISABLE_PIN_CORES": "spec.starServer.pinPsCores",
 }
-_RESERVED_PREFIX = "TFJOBGEN_"
 # StarServer's recommended workers per PS is 8-10; outside this band we warn.
 _STAR_RATIO_BAND = (5, 15)
 
 
-def cluster_spec(job: TrainingJob, profile: ClusterProfile) -> dict[str, list[str]]:
-    """TF's cluster spec: every role present, each task's host:port."""
+def cluster_spec(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> dict[str, tuple[str, ...]]:
+    """TF's cluster spec: every role present, each task's host:port as the backend names it."""
     return {
-        role: [names.task_address(job, profile, role, i, profile.grpc_port) for i in range(spec.replicas)]
+        role: tuple(naming.address(job, profile, role, i) for i in range(spec.replicas))
         for role, spec in job.roles.items()
     }
 
 
-def endpoint_map(job: TrainingJob, profile: ClusterProfile) -> str:
+def endpoint_map(job: TrainingJob, profile: ClusterProfile, cluster: dict[str, tuple[str, ...]]) -> str:
     """StarServer's `.endpoint_map`: one `grpc host:port=seastar host:port` line per task.
 
     The left side must equal the TF_CONFIG entry byte for byte (DeepRec looks it up verbatim).
     """
     lines = []
-    for role in ROLE_ORDER:
-        for address in cluster_spec(job, profile).get(role, []):
+    for role in contract.ROLES:
+        for address in cluster.get(role, ()):
             host = address.rsplit(":", 1)[0]
             lines.append(f"{address}={host}:{profile.seastar_port}")
     return "\n".join(lines) + "\n"
 
 
-def control_address(job: TrainingJob, profile: ClusterProfile) -> str:
+def control_address(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> str:
     """Where the runtime's chief tells the other tasks that training is over (tf1 without chief: worker 0)."""
     role = "chief" if "chief" in job.roles else "worker"
-    return names.task_address(job, profile, role, 0, profile.control_port)
+    host = naming.address(job, profile, role, 0).rsplit(":", 1)[0]
+    return f"{host}:{profile.control_port}"
 
 
 def threads(job: TrainingJob, role: str) -> tuple[int, int]:
@@ -83,7 +80,7 @@ def threads(job: TrainingJob, role: str) -> tuple[int, int]:
     intra = spec.intra_op or budget
     inter = spec.inter_op or budget
     if job.api == "tf2" and role == "worker" and spec.inter_op is None:
-        inter = max(2, inter)
+        inter = max(contract.TF2_WORKER_MIN_INTER_OP, inter)
     return intra, inter
 
 
@@ -100,38 +97,46 @@ def _var(name: str, value: str) -> dict:
     return {"name": name, "value": value}
 
 
-def env(job: TrainingJob, profile: ClusterProfile, role: str, index: int | None) -> list[dict]:
-    """The training container's env. `index` None: an Indexed Job's pod reads it from its annotation."""
-    if index is None:
-        index_var = {"name": "TFJOBGEN_TASK_INDEX", "valueFrom": {"fieldRef": {
-            "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}
-    else:
-        index_var = _var("TFJOBGEN_TASK_INDEX", str(index))
-    tf_config = ('{"cluster":$(TFJOBGEN_CLUSTER),"environment":"cloud",'
-                 f'"task":{{"index":$(TFJOBGEN_TASK_INDEX),"type":"{role}"}}}}')
-    intra, inter = threads(job, role)
-    result = [
-        {"name": "TFJOBGEN_CLUSTER", "valueFrom": {"configMapKeyRef": {
-            "name": names.cluster_config(job), "key": CLUSTER_KEY}}},
+def tf_config_env(job: TrainingJob, naming: Naming, role: str, index: int | None) -> list[dict]:
+    """The entries that assemble TF_CONFIG (none when the backend's controller writes it).
+
+    `index` None: a template shared by the role's tasks reads it where the backend says.
+    """
+    if naming.writes_tf_config:
+        return []
+    index_var = {"name": TASK_INDEX_ENV, "valueFrom": naming.index_source(role)} if index is None \
+        else _var(TASK_INDEX_ENV, str(index))
+    tf_config = (f'{{"cluster":$({CLUSTER_ENV}),"environment":"cloud",'
+                 f'"task":{{"index":$({TASK_INDEX_ENV}),"type":"{role}"}}}}')
+    return [
+        {"name": CLUSTER_ENV, "valueFrom": {"configMapKeyRef": {
+            "name": names.cluster_config(job), "key": contract.CLUSTER_KEY}}},
         index_var,
-        _var("TF_CONFIG", tf_config),
-        _var("TF_NUM_INTRAOP_THREADS", str(intra)),
-        _var("TF_NUM_INTEROP_THREADS", str(inter)),
-        _var("OMP_NUM_THREADS", str(intra)),
-        _var("TFJOBGEN_JOB", job.name),
-        _var("TFJOBGEN_API", job.api),
-        _var("TFJOBGEN_PROTOCOL", job.protocol),
+        _var(contract.TF_CONFIG, tf_config),
+    ]
+
+
+def env(job: TrainingJob, profile: ClusterProfile, naming: Naming, role: str, index: int | None) -> list[dict]:
+    """The training container's env. `index` None: the template all of the role's tasks share."""
+    intra, inter = threads(job, role)
+    result = tf_config_env(job, naming, role, index) + [
+        _var(contract.INTRA_OP_ENV, str(intra)),
+        _var(contract.INTER_OP_ENV, str(inter)),
+        _var(contract.OMP_ENV, str(intra)),
+        _var(contract.JOB_ENV, job.name),
+        _var(contract.API_ENV, job.api),
+        _var(contract.PROTOCOL_ENV, job.protocol),
     ]
     if job.uses_runtime:
         result += [
-            _var("TFJOBGEN_CONTROL_ADDRESS", control_address(job, profile)),
-            _var("TFJOBGEN_TRAINING", json.dumps(job.training, sort_keys=True, separators=(",", ":"))),
+            _var(contract.CONTROL_ADDRESS_ENV, control_address(job, profile, naming)),
+            _var(contract.TRAINING_ENV, json.dumps(job.training, sort_keys=True, separators=(",", ":"))),
         ]
     if job.uses_star_server:
         star = job.star_server
         ps_cores, worker_cores = star_server_cores(job)
         result += [
-            _var("TF_SEASTAR_ENDPOINT_MAP_PATH", ENDPOINT_MAP_DIR),
+            _var(contract.ENDPOINT_MAP_PATH_ENV, contract.ENDPOINT_MAP_DIR),
             _var("WORKER_ENABLE_POLLING", str(star.worker_polling)),
             _var("PS_ENABLE_POLLING", str(star.ps_polling)),
             _var("NETWORK_PS_CORE_NUMBER", str(ps_cores)),
@@ -141,7 +146,7 @@ def env(job: TrainingJob, profile: ClusterProfile, role: str, index: int | None)
         ]
     user = {entry["name"]: entry for entry in job.env}
     user.update({entry["name"]: entry for entry in job.roles[role].env})  # the role's own entries win
-    defaults = [_var("HOME", "/tmp")]  # the writable emptyDir; the image may not know our UID
+    defaults = [_var("HOME", contract.SCRATCH_DIR)]  # the writable emptyDir; the image may not know our UID
     if job.hadoop:
         defaults += hadoop_env(job.hadoop)
     return result + [d for d in defaults if d["name"] not in user] + list(user.values())
@@ -213,7 +218,7 @@ def _check_env(job: TrainingJob) -> list[Problem]:
             if name in seen:
                 problems.append(Problem(f"{name} is set twice in this list", at))
             seen.add(name)
-            if name in _RESERVED or name.startswith(_RESERVED_PREFIX):
+            if name in _RESERVED or name.startswith(contract.GENERATED_PREFIX):
                 instead = _RESERVED.get(name, "the spec (TFJOBGEN_* variables are generated)")
                 problems.append(Problem(f"{name} is generated by tfjobgen; set {instead} instead", at))
             if name == "GRPC_FAIL_FAST" and entry.get("value", "").lower() == "false":

@@ -66,12 +66,12 @@ def run_local(job: Path | str, tmp_path: Path, *args: str, deadline: float = RUN
 
 def task_env(job_path: Path, role: str, index: int) -> dict[str, str]:
     """The env a cluster would give that task of the job (rendered, then resolved like the kubelet)."""
-    from tfjobgen import pipeline, pods
+    from tfjobgen import backends, pipeline
 
     intents, problems = pipeline.load_intents([str(job_path)])
     expansion = pipeline.expand(intents, pipeline.load_profile(None))
     assert expansion.ok, [p.format() for p in expansion.problems]
-    for pod in pods.from_objects(expansion.objects[0]):
+    for pod in backends.pods_of(expansion.objects[0]):
         if pod.role == role and pod.index == index:
             return dict(pod.env)
     raise AssertionError(f"no {role}:{index} in {job_path}")

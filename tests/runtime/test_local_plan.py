@@ -11,7 +11,7 @@ from conftest import JOBS, run_tfjobgen
 from runtime_support import JOBS as TEST_JOBS
 from runtime_support import run_local
 
-from tfjobgen import pipeline, pods
+from tfjobgen import backends, pipeline
 from tfjobgen.local import shape, tasks
 from tfjobgen.local.machine import Machine
 from tfjobgen.local.shape import LocalError
@@ -24,7 +24,7 @@ def _request(path) -> tasks.JobRequest:
     intents, _ = pipeline.load_intents([str(path)])
     expansion = pipeline.expand(intents, pipeline.load_profile(None))
     assert expansion.ok
-    return tasks.describe(pods.from_objects(expansion.objects[0]), expansion.objects[0])
+    return tasks.describe(backends.decode(expansion.objects[0]))
 
 
 def _build(path, tmp_path, counts=None, **overrides):

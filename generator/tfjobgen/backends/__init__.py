@@ -1,19 +1,37 @@
-"""Backends: which Kubernetes objects carry a planned job.
+"""Backends: which Kubernetes objects carry a planned job, and how to read them back.
 
-A backend is one module with `render(plan: JobPlan) -> list[dict]`. To add
-one (JobSet, Kubeflow TFJob), write the module, register it here and add its
-name to spec.backend's enum in schemas/trainingjob.schema.json.
+Each backend is one module with a `BACKEND` (see base.py for what it provides):
+its naming, the checks of what it cannot express, `encode` (plan -> objects)
+and `decode` (objects -> jobs, each task as the pod its controller creates).
+Everything outside this package reads rendered objects only through `decode`.
+
+Adding a backend: write the module, list it in BACKENDS below, add its name to
+spec.backend's enum in schemas/trainingjob.schema.json, and give it the tests
+the others have (tests/backends/). Nothing else changes.
 """
 
 from __future__ import annotations
 
-from ..plan import JobPlan
+from ..pods import Pod
+from .base import Backend, DecodedJob
 from . import native
 
-BACKENDS = {
-    "native": native.render,
-}
+BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (native.BACKEND,)}
 
 
-def render(plan: JobPlan) -> list[dict]:
-    return BACKENDS[plan.job.backend](plan)
+def get(name: str) -> Backend:
+    return BACKENDS[name]
+
+
+def decode(objects: list[dict]) -> list[DecodedJob]:
+    """Every job found among rendered objects, whichever backend made it, sorted by namespace/name."""
+    found = [job for backend in BACKENDS.values() for job in backend.decode(objects)]
+    return sorted(found, key=lambda job: (job.namespace, job.name))
+
+
+def pods_of(objects: list[dict]) -> list[Pod]:
+    """Every task's pod of every job among `objects`, in job order, then role and index."""
+    return [pod for job in decode(objects) for pod in job.pods]
+
+
+__all__ = ["BACKENDS", "Backend", "DecodedJob", "decode", "get", "pods_of"]

@@ -20,62 +20,28 @@ No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
 
 from __future__ import annotations
 
-from .. import container, labels, names
-from ..plan import JobPlan
+from .. import labels, names, pods
+from ..model import TrainingJob
+from ..naming import Naming
+from ..plan import JobPlan, RolePlan
+from ..problems import Problem
+from ..profile import ClusterProfile
+from . import common
+from .base import Backend, DecodedJob
 
-# Intent annotations that describe the intent itself, not its objects.
-_BOOKKEEPING_PREFIXES = ("kustomize.config.k8s.io/", "config.kubernetes.io/", "internal.config.kubernetes.io/",
-                         "config.k8s.io/", "kubectl.kubernetes.io/")
+NAME = "native"
+# Kubernetes' annotation on an Indexed Job's pods: the pod's completion index.
+_COMPLETION_INDEX = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_COMPLETION_INDEX}']"}}
 
-
-def _metadata(plan: JobPlan, name: str, object_labels: dict) -> dict:
-    meta = {"labels": object_labels, "name": name, "namespace": plan.job.namespace}
-    annotations = {k: v for k, v in plan.job.annotations.items() if not k.startswith(_BOOKKEEPING_PREFIXES)}
-    if annotations:
-        meta["annotations"] = annotations
-    return meta
-
-
-def _service(plan: JobPlan) -> dict:
-    job = plan.job
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _metadata(plan, names.service(job), labels.recommended(job, "cluster")),
-        "spec": {
-            "clusterIP": "None",
-            "ports": [{"name": p["name"], "port": p["containerPort"], "protocol": "TCP",
-                       "targetPort": p["containerPort"]} for p in container.ports(job, plan.profile)],
-            "publishNotReadyAddresses": True,  # TF_CONFIG hosts must resolve while tasks start
-            "selector": labels.job_selector(job),
-        },
-    }
+NAMING = Naming(
+    hostname=names.task,  # an Indexed Job `<job>-<role>` names its pods' hosts `<job>-<role>-<i>`
+    address=lambda job, profile, role, index: names.task_address(job, profile, role, index, profile.grpc_port),
+    index_source=lambda role: _COMPLETION_INDEX,
+)
 
 
-def _config_map(plan: JobPlan) -> dict:
-    return {
-        "apiVersion": "v1",
-        "data": dict(plan.config_data),
-        "kind": "ConfigMap",
-        "metadata": _metadata(plan, names.cluster_config(plan.job), labels.recommended(plan.job, "cluster")),
-    }
-
-
-def _network_policy(plan: JobPlan) -> dict:
-    job = plan.job
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": _metadata(plan, names.network_policy(job), labels.recommended(job, "cluster")),
-        "spec": {
-            "ingress": [{
-                "from": [{"podSelector": {"matchLabels": labels.job_selector(job)}}],
-                "ports": [{"port": p["containerPort"], "protocol": "TCP"} for p in container.ports(job, plan.profile)],
-            }],
-            "podSelector": {"matchLabels": labels.job_selector(job)},
-            "policyTypes": ["Ingress"],
-        },
-    }
+def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
+    return []  # native expresses every topology
 
 
 def _job(plan: JobPlan, name: str, role: str, template: dict, completions: int, indexed: bool) -> dict:
@@ -90,24 +56,46 @@ def _job(plan: JobPlan, name: str, role: str, template: dict, completions: int, 
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _metadata(plan, name, labels.for_role(plan.job, role)),
+        "metadata": common.metadata(plan, name, labels.for_role(plan.job, role)),
         "spec": spec,
     }
 
 
-def render(plan: JobPlan) -> list[dict]:
-    job = plan.job
-    objects = [_service(plan), _config_map(plan), _network_policy(plan)]
+def _role_jobs(plan: JobPlan, role: RolePlan) -> list[dict]:
+    subdomain = names.service(plan.job)
+    if not role.per_task:
+        return [_job(plan, names.role_workload(plan.job, role.role), role.role,
+                     common.with_subdomain(role.template, subdomain), role.replicas, indexed=True)]
+    return [_job(plan, task.hostname, role.role, common.with_subdomain(task.template, subdomain, task.hostname),
+                 1, indexed=False) for task in role.tasks]
+
+
+def encode(plan: JobPlan) -> list[dict]:
+    objects = [common.service(plan), common.config_map(plan), common.network_policy(plan)]
     for role in plan.roles:
-        if not role.per_task:
-            template = plan.pod_template(role.role, None)
-            template["spec"]["subdomain"] = names.service(job)
-            objects.append(_job(plan, names.role_workload(job, role.role), role.role, template,
-                                role.replicas, indexed=True))
-            continue
-        for index in range(role.replicas):
-            template = plan.pod_template(role.role, index)
-            template["spec"]["hostname"] = names.task(job, role.role, index)
-            template["spec"]["subdomain"] = names.service(job)
-            objects.append(_job(plan, names.task(job, role.role, index), role.role, template, 1, indexed=False))
+        objects += _role_jobs(plan, role)
     return objects
+
+
+def _failures_per_task(job: dict) -> int:
+    spec = job["spec"]
+    if "backoffLimitPerIndex" in spec:
+        return spec["backoffLimitPerIndex"]
+    return spec.get("backoffLimit", 6) // max(1, spec.get("completions", 1))
+
+
+def decode(objects: list[dict]) -> list[DecodedJob]:
+    """Every job run by batch/v1 Jobs among `objects`, each task as the Job controller creates its pod."""
+    config_maps = common.config_maps(objects)
+    found = []
+    for (namespace, name), members in sorted(common.by_job(objects).items()):
+        jobs = [o for o in members if o.get("kind") == "Job" and o.get("apiVersion") == "batch/v1"]
+        if not jobs:
+            continue
+        task_pods = sorted((p for job in jobs for p in pods.job_pods(job, config_maps)), key=common.task_order)
+        found.append(DecodedJob(namespace, name, NAME, members, task_pods,
+                                min(_failures_per_task(job) for job in jobs), common.cluster_config(members)))
+    return found
+
+
+BACKEND = Backend(NAME, NAMING, check, encode, decode)

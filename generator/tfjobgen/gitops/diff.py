@@ -27,7 +27,7 @@ from ..problems import WARNING, Problem
 from . import build, deliver, policy, tree
 
 MARKER = "<!-- tfjobgen-diff -->"
-ROLES = ("ps", "worker", "chief", "evaluator")
+ROLES = ("ps", "worker", "chief", "evaluator")  # the report's column order
 IGNORED_PATHS = {f"metadata.annotations.{deliver.REVISION}"}  # derived from the rest; shown as "restarts"
 MAX_PATHS = 6
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..contract import ROLES
+
 DESCRIPTION = """\
 Run a TrainingJob's pods as local processes with real TensorFlow: the job is rendered
 exactly as for kustomize, every address moves to 127.0.0.1, one process per task.
@@ -21,7 +23,7 @@ def _task_at_step(text: str) -> tuple[str, int]:
 
 def _task_name(text: str) -> str:
     role, sep, index = text.partition(":")
-    if not sep or role not in ("ps", "worker", "chief", "evaluator") or not index.isdigit():
+    if not sep or role not in ROLES or not index.isdigit():
         raise argparse.ArgumentTypeError(f"expected ROLE:INDEX such as ps:1, got {text!r}")
     return text
 

@@ -15,7 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .. import pipeline, pods as pods_lib
+from .. import backends, pipeline
 from . import machine as machine_lib, ports as ports_lib, shape as shape_lib, summary, tasks as tasks_lib
 from .progress import Progress
 from .shape import LocalError
@@ -133,11 +133,10 @@ def prepare(args) -> Prepared | None:
         print(problem.format(), file=sys.stderr)
     if not expansion.ok or any(p.is_error for p in problems):
         return None
-    objects = expansion.objects[0]
-    pods = pods_lib.from_objects(objects)  # the same pods a cluster would create, env resolved
-    request = tasks_lib.describe(pods, objects)
+    # The same pods the job's controller would create in a cluster, env resolved.
+    request = tasks_lib.describe(backends.decode(expansion.objects[0]))
     notices = []
-    for pod in pods[:1]:
+    for pod in request.pods[:1]:
         for name in pod.unresolved:
             notices.append(f"{name} comes from a Secret or resource field, which only a cluster has; "
                            "it is not set here")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..contract import ROLES
 from .machine import Machine
 
 PROCESS_BYTES = 700 << 20  # one TF task's memory besides the model (measured RSS: about 600 MB)
@@ -22,7 +23,6 @@ AUTO_TASKS_PER_CORE = 2  # what an automatic scale-down aims for (plus one)
 MAX_TASKS_PER_CORE = 4  # what an explicit request may reach
 MEMORY_SHARE = 0.8  # of MemAvailable a run may plan to use
 _SLOTS = {"sgd": 0, "adagrad": 1, "ftrl": 2, "lazy_adam": 2, "adam": 2}
-_ROLE_ORDER = ("chief", "evaluator", "ps", "worker")
 
 
 class LocalError(Exception):
@@ -95,7 +95,7 @@ def choose(asked: dict[str, int], machine: Machine, model_size: int, scale_ps: i
         "chief": chief, "ps": asked["ps"], "worker": asked["worker"]}
     if evaluator and (with_evaluator or fits_anyway):
         counts["evaluator"] = evaluator
-    counts = {role: counts[role] for role in _ROLE_ORDER if counts.get(role)}
+    counts = {role: counts[role] for role in ROLES if counts.get(role)}
     total = sum(counts.values())
     if total > hard_limit:
         room = max(1, hard_limit - chief - ps - counts.get("evaluator", 0))
@@ -105,7 +105,7 @@ def choose(asked: dict[str, int], machine: Machine, model_size: int, scale_ps: i
             f"use --scale-workers {min(room, asked['worker'])}" + (" or fewer --scale-ps" if ps > 1 else ""))
 
     notices = []
-    asked_ordered = {role: asked[role] for role in _ROLE_ORDER if asked.get(role)}
+    asked_ordered = {role: asked[role] for role in ROLES if asked.get(role)}
     if (ps, workers) != (asked["ps"], asked["worker"]):
         notices.append(
             f"scaled down to {describe_counts(counts)} from the job's {describe_counts(asked_ordered)}: "

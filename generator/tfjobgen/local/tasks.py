@@ -1,7 +1,7 @@
 """From rendered pods to local processes: which pods run, and how their environment changes.
 
-The pods come from `pods.from_objects` (the Job controller and kubelet, emulated),
-so each has the exact env a cluster would give it. To run here:
+The pods come from the job's backend (`backends.decode`: its controller and the
+kubelet, emulated), so each has the exact env a cluster would give it. To run here:
 
 - every address moves to 127.0.0.1 with a free port: the cluster spec in
   TFJOBGEN_CLUSTER and TF_CONFIG, TFJOBGEN_CONTROL_ADDRESS, and both sides of
@@ -23,12 +23,12 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from .. import contract
+from ..backends import DecodedJob
+from ..contract import CLUSTER_ENV, CONTROL_ADDRESS_ENV, ENDPOINT_MAP_KEY, TRAINING_ENV
 from ..pods import Pod
 from ..quantity import parse as parse_quantity
 from .shape import LocalError
-
-_THREAD_VARS = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
-ENDPOINT_MAP_KEY = ".endpoint_map"
 
 
 @dataclass
@@ -54,6 +54,7 @@ class JobRequest:
     """What the rendered job asks for, read back from its pods."""
 
     name: str
+    backend: str
     api: str
     protocol: str
     counts: dict[str, int]
@@ -68,11 +69,13 @@ class JobRequest:
         return self.training is not None
 
 
-def describe(pods: list[Pod], objects: list[dict]) -> JobRequest:
+def describe(jobs: list[DecodedJob]) -> JobRequest:
     """The job's request; LocalError when the objects hold no job or several."""
-    jobs = sorted({p.labels.get("tfjobgen.dev/job", "") for p in pods})
     if len(jobs) != 1:
-        raise LocalError(f"run-local runs one TrainingJob at a time; found {len(jobs)}: {', '.join(jobs)}")
+        raise LocalError(f"run-local runs one TrainingJob at a time; found {len(jobs)}: "
+                         f"{', '.join(job.key for job in jobs)}")
+    job = jobs[0]
+    pods = job.pods
     counts: dict[str, int] = {}
     cpus: dict[str, float] = {}
     for pod in pods:
@@ -81,13 +84,10 @@ def describe(pods: list[Pod], objects: list[dict]) -> JobRequest:
         cpu = resources.get("limits", {}).get("cpu") or resources.get("requests", {}).get("cpu") or "1"
         cpus[pod.role] = float(parse_quantity(cpu) or 1)
     first = pods[0].env
-    training = json.loads(first["TFJOBGEN_TRAINING"]) if "TFJOBGEN_TRAINING" in first else None
-    backoff = min((o["spec"].get("backoffLimit", 6) // max(1, o["spec"].get("completions", 1))
-                   for o in objects if o.get("kind") == "Job"), default=0)
-    endpoint_map = next((o.get("data", {}).get(ENDPOINT_MAP_KEY) for o in objects
-                         if o.get("kind") == "ConfigMap" and ENDPOINT_MAP_KEY in o.get("data", {})), None)
-    return JobRequest(jobs[0], first.get("TFJOBGEN_API", "tf2"), first.get("TFJOBGEN_PROTOCOL", "grpc"), counts,
-                      cpus, training, backoff, pods, endpoint_map)
+    training = json.loads(first[TRAINING_ENV]) if TRAINING_ENV in first else None
+    return JobRequest(job.name, job.backend, first.get(contract.API_ENV, "tf2"),
+                      first.get(contract.PROTOCOL_ENV, "grpc"), counts, cpus, training, job.failures_per_task,
+                      pods, job.config.get(ENDPOINT_MAP_KEY))
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,8 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
     notices: list[str] = []
     ports = list(ports)
     pods = [p for p in request.pods if p.index < counts.get(p.role, 0)]
-    cluster = json.loads(pods[0].env["TFJOBGEN_CLUSTER"]) if "TFJOBGEN_CLUSTER" in pods[0].env else \
-        json.loads(pods[0].env["TF_CONFIG"])["cluster"]
+    cluster = json.loads(pods[0].env[CLUSTER_ENV]) if CLUSTER_ENV in pods[0].env else \
+        json.loads(pods[0].env[contract.TF_CONFIG])["cluster"]
     local_cluster, moved = {}, {}
     for role, addresses in cluster.items():
         kept = addresses[:counts.get(role, 0)]
@@ -149,22 +149,22 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
     tasks, capped = [], set()
     for pod in pods:
         env = dict(pod.env)
-        if "TFJOBGEN_CLUSTER" in env:
-            env["TFJOBGEN_CLUSTER"] = cluster_json
-        if "TF_CONFIG" in env:
-            config = json.loads(env["TF_CONFIG"])
+        if CLUSTER_ENV in env:
+            env[CLUSTER_ENV] = cluster_json
+        if contract.TF_CONFIG in env:
+            config = json.loads(env[contract.TF_CONFIG])
             config["cluster"] = local_cluster
-            env["TF_CONFIG"] = json.dumps(config, separators=(",", ":"))
-        if "TFJOBGEN_CONTROL_ADDRESS" in env:
-            env["TFJOBGEN_CONTROL_ADDRESS"] = control
-        if training is not None and "TFJOBGEN_TRAINING" in env:
-            env["TFJOBGEN_TRAINING"] = json.dumps(training, sort_keys=True, separators=(",", ":"))
-        if endpoint_dir and "TF_SEASTAR_ENDPOINT_MAP_PATH" in env:
-            env["TF_SEASTAR_ENDPOINT_MAP_PATH"] = endpoint_dir
-        if overrides.protocol and "TFJOBGEN_PROTOCOL" in env:
-            env["TFJOBGEN_PROTOCOL"] = overrides.protocol
+            env[contract.TF_CONFIG] = json.dumps(config, separators=(",", ":"))
+        if CONTROL_ADDRESS_ENV in env:
+            env[CONTROL_ADDRESS_ENV] = control
+        if training is not None and TRAINING_ENV in env:
+            env[TRAINING_ENV] = json.dumps(training, sort_keys=True, separators=(",", ":"))
+        if endpoint_dir and contract.ENDPOINT_MAP_PATH_ENV in env:
+            env[contract.ENDPOINT_MAP_PATH_ENV] = endpoint_dir
+        if overrides.protocol and contract.PROTOCOL_ENV in env:
+            env[contract.PROTOCOL_ENV] = overrides.protocol
         task_dir = os.path.join(run_dir, "tasks", f"{pod.role}-{pod.index}")
-        if env.get("HOME") == "/tmp":  # the pod's writable emptyDir; here, the task's own directory
+        if env.get("HOME") == contract.SCRATCH_DIR:  # the pod's writable emptyDir; here, the task's own directory
             env["HOME"] = task_dir
         cpus = pinned.get(f"{pod.role}:{pod.index}") if pinned else None
         if cpus is None and _cap_threads(env, len(machine_cpus), request.api == "tf2" and pod.role == "worker"):
@@ -238,15 +238,15 @@ def _local_training(training: dict | None, run_dir: str, overrides: Overrides, n
 
 def _cap_threads(env: dict[str, str], cpus: int, tf2_worker: bool) -> bool:
     """Pools above this machine's CPUs come down to them; True when anything changed."""
-    before = {name: env.get(name) for name in _THREAD_VARS}
-    for name in _THREAD_VARS:
+    before = {name: env.get(name) for name in contract.THREAD_ENVS}
+    for name in contract.THREAD_ENVS:
         value = env.get(name, "")
         if value.isdigit() and int(value) > cpus:
             env[name] = str(cpus)
-    inter = env.get("TF_NUM_INTEROP_THREADS", "")
-    if tf2_worker and inter.isdigit() and int(inter) < 2:
-        env["TF_NUM_INTEROP_THREADS"] = "2"  # one inter-op thread deadlocks a tf2 worker
-    return before != {name: env.get(name) for name in _THREAD_VARS}
+    inter = env.get(contract.INTER_OP_ENV, "")
+    if tf2_worker and inter.isdigit() and int(inter) < contract.TF2_WORKER_MIN_INTER_OP:
+        env[contract.INTER_OP_ENV] = str(contract.TF2_WORKER_MIN_INTER_OP)  # fewer deadlock a tf2 worker
+    return before != {name: env.get(name) for name in contract.THREAD_ENVS}
 
 
 def _check_no_cluster_names(env: dict[str, str], hosts: set[str], task: str) -> None:

@@ -6,11 +6,7 @@ about is one of these, and its message is one line naming what is wrong.
 
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_FAILED = 1  # training failed; a restart may help (a lost PS, a missing task)
-EXIT_SETUP = 2  # configuration is wrong; a restart will not help
-EXIT_CHIEF_GONE = 3  # the chief stayed unreachable for too long
-EXIT_INTERRUPTED = 130
+from ..contract import EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SETUP  # noqa: F401
 
 
 class SetupError(Exception):

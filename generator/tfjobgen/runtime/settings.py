@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from .. import contract
+from ..contract import ROLES
 from .errors import SetupError
 
-ROLES = ("chief", "evaluator", "ps", "worker")
 APIS = ("tf2", "tf1")
 PROTOCOLS = ("grpc", "star_server", "star_server_lite")
 
@@ -147,7 +148,7 @@ def thread_pools(env: dict[str, str], role: str, api: str, cpus: int) -> tuple[i
     deadlocks silently (measured on TF 2.21), so 1 is raised to 2.
     """
     counts = []
-    for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+    for name in (contract.INTRA_OP_ENV, contract.INTER_OP_ENV):
         text = env.get(name, "").strip()
         if not text:
             counts.append(max(1, cpus))
@@ -157,9 +158,10 @@ def thread_pools(env: dict[str, str], role: str, api: str, cpus: int) -> tuple[i
             raise SetupError(f"{name}={text!r} is not a positive whole number")
     intra, inter = counts
     notes = ()
-    if api == "tf2" and role == "worker" and inter < 2:
-        notes = (f"inter-op threads raised from {inter} to 2: one inter-op thread deadlocks a tf2 worker",)
-        inter = 2
+    floor = contract.TF2_WORKER_MIN_INTER_OP
+    if api == "tf2" and role == "worker" and inter < floor:
+        notes = (f"inter-op threads raised from {inter} to {floor}: one inter-op thread deadlocks a tf2 worker",)
+        inter = floor
     return intra, inter, notes
 
 
@@ -202,21 +204,21 @@ def training_from_json(text: str) -> Training:
 def from_env(env: dict[str, str], cpus: int) -> Task:
     """The task described by `env`; `cpus` is how many CPUs this process may run on."""
     cluster, role, index = cluster_and_task(_require(
-        env, "TF_CONFIG", "tfjobgen's runtime runs in pods that tfjobgen generated"))
-    api = env.get("TFJOBGEN_API", "tf2").strip() or "tf2"
+        env, contract.TF_CONFIG, "tfjobgen's runtime runs in pods that tfjobgen generated"))
+    api = env.get(contract.API_ENV, "tf2").strip() or "tf2"
     if api not in APIS:
-        raise SetupError(f"TFJOBGEN_API={api!r} is not one of {', '.join(APIS)}")
-    protocol = env.get("TFJOBGEN_PROTOCOL", "grpc").strip() or "grpc"
+        raise SetupError(f"{contract.API_ENV}={api!r} is not one of {', '.join(APIS)}")
+    protocol = env.get(contract.PROTOCOL_ENV, "grpc").strip() or "grpc"
     if protocol not in PROTOCOLS:
-        raise SetupError(f"TFJOBGEN_PROTOCOL={protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        raise SetupError(f"{contract.PROTOCOL_ENV}={protocol!r} is not one of {', '.join(PROTOCOLS)}")
     if api == "tf2" and "chief" not in cluster:
         raise SetupError("api tf2 needs a chief task in TF_CONFIG to coordinate the training")
-    control = _require(env, "TFJOBGEN_CONTROL_ADDRESS", "the chief's control server host:port is generated "
+    control = _require(env, contract.CONTROL_ADDRESS_ENV, "the chief's control server host:port is generated "
                        "for jobs without spec.command")
     split_address(control)
     training = training_from_json(_require(
-        env, "TFJOBGEN_TRAINING", "spec.training is passed to pods of jobs without spec.command"))
+        env, contract.TRAINING_ENV, "spec.training is passed to pods of jobs without spec.command"))
     intra, inter, notes = thread_pools(env, role, api, cpus)
-    return Task(job=env.get("TFJOBGEN_JOB", "").strip() or "job", api=api, protocol=protocol, role=role,
+    return Task(job=env.get(contract.JOB_ENV, "").strip() or "job", api=api, protocol=protocol, role=role,
                 index=index, cluster=cluster, control_address=control, intra_op=intra, inter_op=inter,
                 training=training, notes=notes)

@@ -1,0 +1,50 @@
+"""The backend boundary: what every backend provides, and what reading objects back yields.
+
+    Backend
+      name          spec.backend's value
+      naming        what its controller calls each pod (the plan writes TF_CONFIG from it)
+      check         what it cannot express, as problems (a topology it has no encoding for)
+      encode        JobPlan -> objects: what `kustomize build` emits for the job
+      decode        objects -> DecodedJob per job it finds: each task as the pod its
+                    controller would create, env resolved as the kubelet would
+
+`summary`, `diff`, `run-local` and the tests read rendered objects only through
+`decode`, so they work for every backend alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..model import TrainingJob
+from ..naming import Naming
+from ..pods import Pod
+from ..problems import Problem
+from ..profile import ClusterProfile
+
+
+@dataclass
+class DecodedJob:
+    """One TrainingJob found among rendered objects, as its controller would run it."""
+
+    namespace: str
+    name: str
+    backend: str
+    objects: list[dict]  # every object carrying the job's label
+    pods: list[Pod]  # one per task, roles in contract.ROLES order, then by index
+    failures_per_task: int  # how often a task may fail before the job fails
+    config: dict[str, str] = field(default_factory=dict)  # the cluster ConfigMap's data
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    naming: Naming
+    check: Callable[[TrainingJob, ClusterProfile], list[Problem]]
+    encode: Callable[["JobPlan"], list[dict]]  # noqa: F821 - plan.JobPlan (plan imports naming, not backends)
+    decode: Callable[[list[dict]], list[DecodedJob]]

@@ -1,0 +1,103 @@
+"""Objects every backend emits the same way: metadata, the headless Service, the ConfigMap, the NetworkPolicy."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .. import container, contract, labels, names
+from ..plan import JobPlan
+
+# Intent annotations that describe the intent itself, not its objects.
+_BOOKKEEPING_PREFIXES = ("kustomize.config.k8s.io/", "config.kubernetes.io/", "internal.config.kubernetes.io/",
+                         "config.k8s.io/", "kubectl.kubernetes.io/")
+
+
+def metadata(plan: JobPlan, name: str, object_labels: dict) -> dict:
+    """An object's metadata: its name, the job's namespace, its labels, the intent's own annotations."""
+    meta = {"labels": object_labels, "name": name, "namespace": plan.job.namespace}
+    annotations = {k: v for k, v in plan.job.annotations.items() if not k.startswith(_BOOKKEEPING_PREFIXES)}
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+def service(plan: JobPlan) -> dict:
+    """The headless Service whose name is every pod's subdomain: DNS for each task."""
+    job = plan.job
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(plan, names.service(job), labels.recommended(job, "cluster")),
+        "spec": {
+            "clusterIP": "None",
+            "ports": [{"name": p["name"], "port": p["containerPort"], "protocol": "TCP",
+                       "targetPort": p["containerPort"]} for p in container.ports(job, plan.profile, plan.naming)],
+            "publishNotReadyAddresses": True,  # TF_CONFIG hosts must resolve while tasks start
+            "selector": labels.job_selector(job),
+        },
+    }
+
+
+def config_map(plan: JobPlan) -> dict:
+    return {
+        "apiVersion": "v1",
+        "data": dict(plan.config_data),
+        "kind": "ConfigMap",
+        "metadata": metadata(plan, names.cluster_config(plan.job), labels.recommended(plan.job, "cluster")),
+    }
+
+
+def network_policy(plan: JobPlan) -> dict:
+    """Only the job's own pods reach its ports."""
+    job = plan.job
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(plan, names.network_policy(job), labels.recommended(job, "cluster")),
+        "spec": {
+            "ingress": [{
+                "from": [{"podSelector": {"matchLabels": labels.job_selector(job)}}],
+                "ports": [{"port": p["containerPort"], "protocol": "TCP"}
+                          for p in container.ports(job, plan.profile, plan.naming)],
+            }],
+            "podSelector": {"matchLabels": labels.job_selector(job)},
+            "policyTypes": ["Ingress"],
+        },
+    }
+
+
+def with_subdomain(template: dict, subdomain: str, hostname: str | None = None) -> dict:
+    """A copy of a shared pod template whose spec also names the pod's subdomain (and hostname)."""
+    spec = {**template["spec"], "subdomain": subdomain}
+    if hostname is not None:
+        spec["hostname"] = hostname
+    return {**template, "spec": spec}
+
+
+# ---- reading back -------------------------------------------------------------------------
+
+def by_job(objects: list[dict]) -> dict[tuple[str, str], list[dict]]:
+    """(namespace, job) -> the objects carrying that job's label, in their order."""
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for obj in objects:
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        found = (meta or {}).get("labels") or {}
+        if isinstance(found, dict) and found.get(labels.JOB):
+            groups[(str(meta.get("namespace", "")), str(found[labels.JOB]))].append(obj)
+    return groups
+
+
+def config_maps(objects: list[dict]) -> dict[tuple[str, str], dict]:
+    """(namespace, name) -> data, for every ConfigMap among objects (the kubelet reads env from them)."""
+    return {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o.get("data", {})
+            for o in objects if o.get("kind") == "ConfigMap" and o.get("apiVersion") == "v1"}
+
+
+def cluster_config(objects: list[dict]) -> dict[str, str]:
+    """The data of the job's ConfigMap that holds its cluster spec ({} when none)."""
+    return next((dict(o.get("data", {})) for o in objects
+                 if o.get("kind") == "ConfigMap" and contract.CLUSTER_KEY in (o.get("data") or {})), {})
+
+
+def task_order(pod) -> tuple[int, int]:
+    return (contract.ROLES.index(pod.role) if pod.role in contract.ROLES else len(contract.ROLES), pod.index)

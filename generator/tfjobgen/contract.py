@@ -1,0 +1,62 @@
+"""The contract between the generator, the runtime in the pods and the local runner.
+
+The generator writes these names into every pod; tfjobgen's runtime
+(`runtime/`) reads them; `run-local` rewrites them for a machine without a
+cluster. All three import them from here, so a name changes in one place.
+Plain constants only: the runtime imports this module before TensorFlow.
+"""
+
+from __future__ import annotations
+
+# ---- roles -------------------------------------------------------------------------------
+
+# Every role, in the order every listing uses (objects, TF_CONFIG, tables).
+ROLES = ("chief", "evaluator", "ps", "worker")
+# Roles of TensorFlow's training cluster: the evaluator reads checkpoints and is not part of it
+# (TensorFlow's TFConfigClusterResolver and Kubeflow's TFJob keep it out of `cluster`).
+TRAINING_ROLES = ("chief", "ps", "worker")
+# Roles that run at most one task.
+SINGLE_ROLES = ("chief", "evaluator")
+
+# ---- the pod's environment -----------------------------------------------------------------
+
+TF_CONFIG = "TF_CONFIG"
+CLUSTER_ENV = "TFJOBGEN_CLUSTER"  # the cluster spec (JSON), from the job's ConfigMap
+TASK_INDEX_ENV = "TFJOBGEN_TASK_INDEX"  # the task's index within its role
+JOB_ENV = "TFJOBGEN_JOB"  # the TrainingJob's name
+API_ENV = "TFJOBGEN_API"  # tf2 | tf1
+PROTOCOL_ENV = "TFJOBGEN_PROTOCOL"  # grpc | star_server | star_server_lite
+CONTROL_ADDRESS_ENV = "TFJOBGEN_CONTROL_ADDRESS"  # the chief's control server (runtime only)
+TRAINING_ENV = "TFJOBGEN_TRAINING"  # spec.training as JSON (runtime only)
+INTRA_OP_ENV = "TF_NUM_INTRAOP_THREADS"
+INTER_OP_ENV = "TF_NUM_INTEROP_THREADS"
+OMP_ENV = "OMP_NUM_THREADS"
+THREAD_ENVS = (INTRA_OP_ENV, INTER_OP_ENV, OMP_ENV)
+ENDPOINT_MAP_PATH_ENV = "TF_SEASTAR_ENDPOINT_MAP_PATH"
+GENERATED_PREFIX = "TFJOBGEN_"  # every variable of this prefix is tfjobgen's
+
+# ---- the job's ConfigMap -------------------------------------------------------------------
+
+CLUSTER_KEY = "cluster.json"  # the TF cluster spec
+ENDPOINT_MAP_KEY = ".endpoint_map"  # StarServer's grpc -> seastar address map
+ENDPOINT_MAP_DIR = "/etc/tfjobgen/starserver"  # where the map is mounted in the pod
+
+# ---- the container -------------------------------------------------------------------------
+
+CONTAINER_NAME = "tensorflow"  # also the name Kubeflow's TFJob operator looks for
+RUNTIME_COMMAND = ("python", "-m", "tfjobgen.runtime")
+SCRATCH_DIR = "/tmp"  # the writable emptyDir (also HOME)
+
+# ---- TensorFlow facts ----------------------------------------------------------------------
+
+# A tf2 worker whose inter-op pool has one thread deadlocks ParameterServerStrategy silently
+# (measured on TF 2.21): no tf2 worker ever gets fewer than this.
+TF2_WORKER_MIN_INTER_OP = 2
+
+# ---- how the runtime exits (docs/runtime.md) ----------------------------------------------
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # training failed; a restart may help (a lost PS, a missing task)
+EXIT_SETUP = 2  # the configuration is wrong; a restart will not help
+EXIT_CHIEF_GONE = 3  # the chief stayed unreachable for too long
+EXIT_INTERRUPTED = 130

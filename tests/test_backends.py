@@ -1,0 +1,81 @@
+"""The backend boundary: every registered backend encodes a plan and decodes it back to the same tasks.
+
+These tests run for each backend in `backends.BACKENDS` and each example job it
+can express, so a new backend is held to the same contract by being registered:
+one pod per planned task, named as the plan's naming says, whose TF_CONFIG (as
+the backend's controller would give it) names that very pod.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import JOBS
+from tfjobgen import backends, contract, describe, pipeline, plan, source
+from tfjobgen.problems import has_errors
+
+JOB_FILES = sorted(p for p in JOBS.glob("*.yaml") if p.name != "kustomization.yaml")
+
+
+def _expressible(backend: str) -> list:
+    """(job file, plan, objects) for every example job `backend` can express, with spec.backend set to it."""
+    profile = pipeline.load_profile(None)
+    found = []
+    for path in JOB_FILES:
+        document = source.parse_documents(source.read_text(str(path)), str(path))[0]
+        data = json.loads(json.dumps(document.data))
+        data["spec"]["backend"] = backend
+        job, problems = pipeline.validate(pipeline.Intent(data, str(path), document), profile)
+        if job is None or has_errors(problems):
+            continue  # refused, with a clear error (tests/test_errors.py checks the wording)
+        chosen = backends.get(backend)
+        found.append((path.name, plan.build(job, profile, chosen.naming), chosen.encode(
+            plan.build(job, profile, chosen.naming))))
+    return found
+
+
+@pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
+def test_decode_gives_back_one_pod_per_planned_task(backend):
+    cases = _expressible(backend)
+    assert cases, f"backend {backend} expresses none of the example jobs"
+    for name, job_plan, objects in cases:
+        decoded = backends.decode(objects)
+        assert [job.name for job in decoded] == [job_plan.job.name], name
+        job = decoded[0]
+        assert job.backend == backend
+        planned = {(t.role, t.index): t for t in job_plan.tasks}
+        assert [(p.role, p.index) for p in job.pods] == list(planned), f"{name}: tasks in role and index order"
+        for pod in job.pods:
+            task = planned[(pod.role, pod.index)]
+            assert pod.hostname == task.hostname, f"{name}: {pod.task} is named as the plan says"
+            config = json.loads(pod.env[contract.TF_CONFIG])
+            assert config["task"] == {"type": pod.role, "index": pod.index}, f"{name}: {pod.task}"
+            if pod.role in config["cluster"]:
+                address = config["cluster"][pod.role][pod.index]
+                assert address == task.address, f"{name}: TF_CONFIG lists {pod.task} at its planned address"
+                assert address.split(".")[0] == pod.hostname, f"{name}: the address names the pod's own host"
+                assert address.split(":")[0].split(".")[1] == pod.subdomain or pod.subdomain == ""
+
+
+@pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
+def test_summary_reads_every_backend_alike(backend):
+    for name, job_plan, objects in _expressible(backend):
+        (summary,) = describe.jobs(objects)
+        assert summary.backend == backend
+        assert {role: s.replicas for role, s in summary.roles.items()} == \
+            {role: spec.replicas for role, spec in job_plan.job.roles.items()}, name
+        assert summary.topology == job_plan.job.topology.mode
+        assert summary.qos == job_plan.job.qos
+
+
+def test_decode_ignores_objects_of_no_job_and_keeps_jobs_apart():
+    cases = _expressible("native")
+    objects = [obj for _, _, group in cases for obj in group]
+    stranger = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x", "namespace": "y"},
+                "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}
+    decoded = backends.decode(objects + [stranger])
+    assert [(job.namespace, job.name) for job in decoded] == \
+        sorted((p.job.namespace, p.job.name) for _, p, _ in cases)
+    assert sum(len(job.pods) for job in decoded) == sum(len(p.tasks) for _, p, _ in cases)
