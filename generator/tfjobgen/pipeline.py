@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import backends, container, model, names, plan, qos, schema, source, topology, tuning
+from .planner import variables as declared_variables
 from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND
 from .profile import ClusterProfile, cluster_profile, default_profile
@@ -118,7 +119,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
     if problems:
         return None, [intent.locate(p) for p in problems]
     job = model.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
-    for check in (names.check, container.check):
+    for check in (names.check, container.check, declared_variables.check):
         problems += check(job)
     for check in (qos.check, topology.check, tuning.check, backends.get(job.backend).check):
         problems += check(job, profile)

@@ -29,6 +29,17 @@ OPTIMIZERS = tuple(SLOTS)
 # Optimizers whose update of a looked-up table touches only the rows a batch used; the others
 # (dense adam) read and write every row of the table and of its slots on every step.
 SPARSE_UPDATES = ("sgd", "adagrad", "ftrl", "lazy_adam")
+# What one update moves between a worker and the PS, per updated row: (rows read, rows written)
+# of the variable and its slots. optimizers.py's rules compute on the worker: gathers and
+# scatters run on the PS where the variable lives, the arithmetic between them does not.
+# "sparse": a looked-up table's touched rows; "dense": a variable updated whole.
+UPDATE_ROWS: dict[str, dict[str, tuple[int, int]]] = {
+    "sgd": {"sparse": (0, 1), "dense": (0, 1)},  # scatter_sub / assign_sub
+    "adagrad": {"sparse": (1, 2), "dense": (1, 2)},  # read accumulator; write accumulator, variable
+    "ftrl": {"sparse": (3, 3), "dense": (1, 2)},  # tables: variable, accumulator, linear; tower: adagrad
+    "lazy_adam": {"sparse": (2, 3), "dense": (2, 3)},  # read m, v; write m, v, variable
+    "adam": {"sparse": (2, 3), "dense": (2, 3)},  # the table's gradient is made dense: every row
+}
 
 
 @dataclass(frozen=True)
