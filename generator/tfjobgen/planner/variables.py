@@ -40,6 +40,7 @@ class Variable:
     name: str
     shape: tuple[int, ...]
     dtype: str
+    trainable: bool
     slots: int  # optimizer slots beside it on the same PS, each of its shape and dtype
     lookups: int  # ids one worker step looks up in it; 0: a step reads it whole
 
@@ -76,7 +77,8 @@ def from_training(job: model.TrainingJob) -> Workload:
     training, shape = job.training, job.training["model"]
     slots = len(layout.SLOTS[training["optimizer"]])
     found = tuple(
-        Variable(v.name, v.shape, v.dtype, slots if v.trainable else 0, v.lookups_per_example * training["batchSize"])
+        Variable(v.name, v.shape, v.dtype, v.trainable, slots if v.trainable else 0,
+                 v.lookups_per_example * training["batchSize"])
         for v in layout.created_variables(job.api, shape["vocabularySize"], shape["embeddingDim"],
                                           tuple(shape["hiddenUnits"])))
     return Workload("spec.training (tfjobgen's runtime)", found, training["partitioner"], training["minShardBytes"],
@@ -86,8 +88,8 @@ def from_training(job: model.TrainingJob) -> Workload:
 def from_declared(declared: model.DeclaredModel) -> Workload:
     """spec.model: the variables a program of your own declares."""
     slots = len(layout.SLOTS[declared.optimizer])
-    found = tuple(Variable(v.name, v.shape, v.dtype, slots if v.trainable else 0, v.lookups_per_step or 0)
-                  for v in declared.variables)
+    found = tuple(Variable(v.name, v.shape, v.dtype, v.trainable, slots if v.trainable else 0,
+                           v.lookups_per_step or 0) for v in declared.variables)
     return Workload("spec.model (declared)", found, declared.partitioner, declared.min_shard_bytes,
                     declared.optimizer, RULES_ON_PS, "spec.model")
 
@@ -173,7 +175,9 @@ def from_checkpoint(path: str, job: model.TrainingJob) -> Workload:
             primary[name] = (shape, dtype)
     if not primary:
         raise PlanError(f"{path}: the checkpoint holds no variables")
-    found = tuple(Variable(name, shape, dtype, slots.get(name, 0), 0) for name, (shape, dtype) in primary.items())
+    # A checkpoint does not say what is trained: a variable with slots is, and so is any float one.
+    found = tuple(Variable(name, shape, dtype, bool(slots.get(name)) or dtype.startswith(("float", "bfloat")),
+                           slots.get(name, 0), 0) for name, (shape, dtype) in primary.items())
     partitioner = job.training["partitioner"] if job.uses_runtime else (job.model.partitioner if job.model else "none")
     min_shard = job.training["minShardBytes"] if job.uses_runtime else (
         job.model.min_shard_bytes if job.model else 262144)
