@@ -72,19 +72,21 @@ def optimizer(workload: Workload) -> list[Advice]:
     field = f"{workload.field}.optimizer"
     tables = [v for v in workload.variables if v.lookups and v.bytes >= BIG_TABLE_BYTES]
     for table in tables:
-        total = size(table.bytes * (1 + table.slots))
         if workload.optimizer not in layout.SPARSE_UPDATES:
             how = ("read and written by the worker" if workload.rules_on == RULES_ON_WORKER
                    else "read and written on the PS")
             advice.append(Advice(field, (
                 f"{workload.optimizer} updates every one of the {table.rows:,} rows of '{table.name}' and of its "
-                f"{table.slots} slots on every worker step ({total} {how}), where a batch looks up at most "
-                f"{min(table.rows, table.lookups):,} rows: set lazy_adam, which updates only those (the seed's advice)")))
-        elif table.slots:
-            advice.append(Advice(field, (
-                f"{workload.optimizer} keeps {table.slots} slot{'s' if table.slots > 1 else ''} the size of "
-                f"'{table.name}' beside it: its {size(table.bytes)} take {total} on the PS (sgd keeps no slot, "
-                "adagrad one, ftrl and lazy_adam two)")))
+                f"{table.slots} slots on every worker step ({size(table.bytes * (1 + table.slots))} {how}), where "
+                f"a batch looks up at most {min(table.rows, table.lookups):,} rows: set lazy_adam, which updates "
+                "only those (the seed's advice)")))
+    slotted = [t for t in tables if t.slots]
+    if slotted and workload.optimizer in layout.SPARSE_UPDATES:
+        slots = slotted[0].slots
+        each = ", ".join(f"'{t.name}' {size(t.bytes)} -> {size(t.bytes * (1 + t.slots))}" for t in slotted)
+        advice.append(Advice(field, (
+            f"{workload.optimizer} keeps {slots} slot{'s' if slots > 1 else ''} the size of each variable beside it "
+            f"on the PS: {each} (sgd keeps no slot, adagrad one, ftrl and lazy_adam two)")))
     return advice
 
 

@@ -52,8 +52,10 @@ def _panel(ax, plan: Plan) -> None:
         ax.bar([i + width / 2 for i in positions], [b / 1e6 for b in after.bytes_per_ps], width, color="#3a7be8",
                label=f"advised: {after.partitioner}, max/mean {after.max_over_mean:.2f}")
     ax.axhline(before.total / count / 1e6, color="#333", linestyle="--", linewidth=0.8, label="even share")
+    tallest = max(before.bytes_per_ps + (after.bytes_per_ps if after else ()))
+    ax.set_ylim(0, tallest / 1e6 * 1.45)  # room for the legend above the bars
     ax.set_ylabel("MB on the PS")
     ax.set_title(f"{plan.key}: {count} PS, {size(before.total)} of variables and slots", fontsize=9)
     if count <= MAX_BARS:
         ax.set_xticks(list(positions), [f"ps:{i}" for i in positions], rotation=90 if count > 12 else 0)
-    ax.legend(loc="upper right", fontsize=8, frameon=False)
+    ax.legend(loc="upper right", fontsize=8, frameon=False, ncol=3)
