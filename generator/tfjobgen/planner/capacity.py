@@ -26,6 +26,7 @@ are read as the nodes the job may use.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -110,10 +111,14 @@ class Capacity:
 @dataclass
 class _Node:
     pool: str
-    cpu: Fraction  # free
-    memory: Fraction
+    cpu: int  # free millicores (whole numbers: the packing compares them millions of times)
+    memory: int  # free bytes
     roles: list[str] = field(default_factory=list)
     ps: set = field(default_factory=set)
+
+
+def _milli(cpu: Fraction) -> int:
+    return math.ceil(cpu * 1000)
 
 
 def capacity(job: TrainingJob, profile: ClusterProfile) -> Capacity:
@@ -148,6 +153,8 @@ def _groups(job: TrainingJob, profile: ClusterProfile) -> tuple[GroupFit, ...]:
 
 def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str, int | None]) -> Packing:
     nodes: list[_Node] = []
+    opened: dict[str, int] = {}  # pool -> nodes opened
+    homes: dict[int, _Node] = {}  # PS index -> its node
     pending: dict[tuple[str, str], list[int]] = {}
     per_group = job.topology.workers_per_server
     preferred = mode == "spread" and job.topology.spread == "preferred"
@@ -168,28 +175,44 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
         spec = job.roles[role]
         pool = job.topology.node_pools.get(role) or NO_POOL
         shape = profile.node_for(job.topology.node_pools.get(role))
-        for index in range(spec.replicas):
-            def room(node: _Node) -> bool:
-                return node.pool == pool and node.cpu >= spec.cpu and node.memory >= spec.memory
+        cpu, memory = _milli(spec.cpu), math.ceil(spec.memory)
+        fits_a_node = cpu <= _milli(shape.cpu) and memory <= math.ceil(shape.memory)
+        # Nodes only fill up and the rules only get stricter as tasks arrive, so a node that cannot take
+        # a task of this role now never will: each scan starts where the last one gave up.
+        start = {True: 0, False: 0}
 
-            target = next((n for n in nodes if room(n) and allowed(n, role, index)), None)
-            may_open = not (mode == "colocated" and role == "worker")  # a worker goes beside its PS or nowhere
-            if target is None and may_open and spec.cpu <= shape.cpu and spec.memory <= shape.memory:
-                used = sum(n.pool == pool for n in nodes)
-                if counts.get(pool) is None or used < counts[pool]:
-                    target = _Node(pool, shape.cpu, shape.memory)
-                    nodes.append(target)
-            if target is None and preferred and role == "ps":  # a preference yields when nodes run out
-                target = next((n for n in nodes if room(n) and allowed(n, role, index, strict=False)), None)
+        def first(strict: bool, index: int) -> _Node | None:
+            while start[strict] < len(nodes):
+                node = nodes[start[strict]]
+                if node.pool == pool and node.cpu >= cpu and node.memory >= memory and \
+                        allowed(node, role, index, strict):
+                    return node
+                start[strict] += 1
+            return None
+
+        for index in range(spec.replicas):
+            if mode == "colocated" and role == "worker":  # beside its PS, or nowhere
+                home = homes.get(index // per_group)
+                target = home if home and home.cpu >= cpu and home.memory >= memory else None
+            else:
+                target = first(True, index)
+                if target is None and fits_a_node:
+                    if counts.get(pool) is None or opened.get(pool, 0) < counts[pool]:
+                        target = _Node(pool, _milli(shape.cpu), math.ceil(shape.memory))
+                        nodes.append(target)
+                        opened[pool] = opened.get(pool, 0) + 1
+                if target is None and preferred and role == "ps":  # a preference yields when nodes run out
+                    target = first(False, index)
             if target is None:
                 reason = _why_pending(job, mode, role, index, spec, shape, pool, counts, nodes)
                 pending.setdefault((role, reason), []).append(index)
                 continue
-            target.cpu -= spec.cpu
-            target.memory -= spec.memory
+            target.cpu -= cpu
+            target.memory -= memory
             target.roles.append(role)
             if role == "ps":
                 target.ps.add(index)
+                homes[index] = target
     used = {}
     for node in nodes:
         used[node.pool] = used.get(node.pool, 0) + 1

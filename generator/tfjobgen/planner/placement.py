@@ -22,6 +22,7 @@ hands TensorFlow. Slots have their variable's shape and dtype, so a PS holds
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 from ..runtime import sharding
@@ -56,7 +57,7 @@ class Layout:
     num_ps: int
     shards: tuple[Shard, ...]
 
-    @property
+    @cached_property  # a frozen dataclass still takes it: computed once, read by every table
     def bytes_per_ps(self) -> tuple[int, ...]:
         totals = [0] * self.num_ps
         for shard in self.shards:
