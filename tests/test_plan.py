@@ -134,7 +134,7 @@ def test_colocation_keeps_everything_local_with_one_ps_and_one_nth_with_n_balanc
         10 * plan.own.step.total)
     four, _ = _job(JOBS / "scene1-case4.yaml")
     plan = report.make(four, pipeline.load_profile(None), variables.of_job(four))
-    fixed = report._load(four, plan.workload, plan.layouts["fixed"])  # every PS an equal share
+    fixed = report._load(four, plan.workload, plan.layouts["fixed"], 13)  # every PS an equal share
     colocated = next(t for t in fixed.topologies if t.mode == "colocated")
     assert colocated.local_share == pytest.approx(1 / 20, rel=0.01)
 

@@ -50,9 +50,9 @@ class Plan:
         return f"{self.job.namespace}/{self.job.name}"
 
 
-def _load(job: TrainingJob, workload: Workload, layout: placement.Layout) -> Load:
+def _load(job: TrainingJob, workload: Workload, layout: placement.Layout, workers_per_node: int) -> Load:
     step = traffic.per_step(workload, layout)
-    return Load(layout, step, tuple(traffic.by_topology(job, step)))
+    return Load(layout, step, tuple(traffic.by_topology(job, step, workers_per_node)))
 
 
 def make(job: TrainingJob, profile: ClusterProfile, workload: Workload | None) -> Plan:
@@ -67,9 +67,10 @@ def make(job: TrainingJob, profile: ClusterProfile, workload: Workload | None) -
         layouts = {p: placement.layout(workload.variables, num_ps, p, workload.min_shard_bytes)
                    for p in placement.PARTITIONERS}
         balance = placement.shards_to_balance(workload.variables, num_ps, workload.min_shard_bytes)
-        own = _load(job, workload, layouts[workload.partitioner])
+        crowd = next(r.per_node for r in found.roles if r.role == "worker")
+        own = _load(job, workload, layouts[workload.partitioner], crowd)
         advised, better = advice_lib.partitioning(workload, layouts, balance)
-        after = _load(job, workload, better) if better is not None else None
+        after = _load(job, workload, better, crowd) if better is not None else None
         advice += advised + advice_lib.optimizer(workload) + advice_lib.memory(job, own.layout)
         advice += advice_lib.topology(job, (after or own).topologies, found)
         if not workload.order_known:
@@ -156,7 +157,7 @@ def traffic_rows(plan: Plan, load: Load) -> tuple[list[str], list[list]]:
     rows = []
     for t in load.topologies:
         mode = t.mode + (" (this job)" if t.mode == plan.job.topology.mode else "")
-        rows.append([mode, size(t.cross), size(t.local), percent(t.local_share), f"{t.busiest}'s server",
+        rows.append([mode, size(t.cross), size(t.local), percent(t.local_share), f"{t.busiest} server",
                      size(t.busiest_bytes)])
     return ["TOPOLOGY", "CROSS-SERVER", "INSIDE A SERVER", "LOCAL", "BUSIEST", "ITS NETWORK"], rows
 

@@ -26,6 +26,10 @@ those bytes stay inside a server:
 - spread, none: workers are not placed relative to any PS; counted as all
   crossing (an upper bound: a worker may land beside a PS by chance).
 
+The busiest server is the hot PS's (every worker's bytes to it arrive there)
+or, when that carries less, a server full of workers (colocated: a PS's
+server, which also sends its own workers' bytes to the other PS).
+
 Limits: real ids are skewed (hot rows make fewer distinct rows and a hotter
 first shard under "div" partitioning); TCP/gRPC framing, the chief's own
 traffic and StarServer's batching are not counted.
@@ -98,7 +102,7 @@ class TopologyTraffic:
     mode: str
     cross: float  # bytes per round that cross between servers
     local: float  # bytes per round that stay inside a server
-    busiest: str  # the server whose network carries the most, named by its PS ("ps:3")
+    busiest: str  # the server whose network carries the most: "ps:3's", or "10 workers'"
     busiest_bytes: float  # in + out of that server per round
 
     @property
@@ -107,20 +111,22 @@ class TopologyTraffic:
         return self.local / total if total else 0.0
 
 
-def by_topology(job: TrainingJob, step: StepTraffic) -> list[TopologyTraffic]:
-    """Each topology's cross-server bytes per round, for this job's PS and worker counts."""
+def by_topology(job: TrainingJob, step: StepTraffic, workers_per_node: int) -> list[TopologyTraffic]:
+    """Each topology's cross-server bytes per round, for this job's PS and worker counts;
+    `workers_per_node`: how many workers share a server where they run apart from the PS."""
     workers = job.roles["worker"].replicas
     per_ps = step.per_ps
     total = sum(per_ps)
     hot = per_ps.index(max(per_ps)) if per_ps else 0
+    crowd = max(1, min(workers, workers_per_node))
     found = []
     for mode in TOPOLOGIES:
         if mode == "colocated":
             found.append(_colocated(per_ps, workers, job.topology.workers_per_server))
+        elif crowd * total > workers * per_ps[hot]:  # a full server of workers sends more than the hot PS gets
+            found.append(TopologyTraffic(mode, workers * total, 0.0, f"{crowd} workers'", crowd * total))
         else:
-            # Every byte crosses; the busiest server is the hot PS's (a worker's server carries at most
-            # workersPerNode x total, reported when that is more).
-            found.append(TopologyTraffic(mode, workers * total, 0.0, f"ps:{hot}", workers * per_ps[hot]))
+            found.append(TopologyTraffic(mode, workers * total, 0.0, f"ps:{hot}'s", workers * per_ps[hot]))
     return found
 
 
@@ -140,4 +146,4 @@ def _colocated(per_ps: tuple[float, ...], workers: int, group: int) -> TopologyT
             if p != home:
                 server_bytes[p] += per_ps[p]  # arrive at PS p's server from elsewhere
     busiest = max(range(num_ps), key=lambda p: server_bytes[p]) if num_ps else 0
-    return TopologyTraffic("colocated", cross, local, f"ps:{busiest}", server_bytes[busiest] if num_ps else 0.0)
+    return TopologyTraffic("colocated", cross, local, f"ps:{busiest}'s", server_bytes[busiest] if num_ps else 0.0)
