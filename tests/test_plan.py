@@ -16,6 +16,7 @@ import pytest
 import scheduling
 from conftest import JOBS, REPO, need, render, run_tfjobgen
 from tfjobgen import backends, pipeline, schema
+from tfjobgen.planner import advice as advice_lib
 from tfjobgen.planner import capacity, placement, report, traffic, variables
 from tfjobgen.runtime import sharding
 from tfjobgen.runtime import variables as layout
@@ -327,3 +328,26 @@ def test_png_draws_the_predictions_and_repeats_byte_for_byte(tmp_path):
     width, height = struct.unpack(">II", pictures[0][16:24])
     assert width > 400 and height > 200
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png", "job.yaml"]  # nothing half-written
+
+
+def test_auto_leaving_a_mid_size_table_whole_is_advised_to_fixed(tmp_path):
+    # The wide table (50,000 x 1 floats, 200 kB, 600 kB with lazy_adam's slots) is under minShardBytes:
+    # auto keeps it whole on one of 3 PS.
+    text = WIDE_DEEP.replace("partitioner: auto", "partitioner: auto\n    minShardBytes: 262144").replace(
+        "{vocabularySize: 5000000, embeddingDim: 32, hiddenUnits: [256, 128, 64]}",
+        "{vocabularySize: 50000, embeddingDim: 12, hiddenUnits: [48]}").replace(
+        "optimizer: adagrad", "optimizer: lazy_adam").replace("ps: {replicas: 4,", "ps: {replicas: 3,")
+    job, profile = _job(_write(tmp_path, text))
+    plan = report.make(job, profile, variables.of_job(job))
+    assert plan.own.layout.bytes_per_ps == (3000624, 2459964, 2400488)  # as TensorFlow placed it (run-local)
+    (advice,) = [a for a in plan.advice if a.field == "spec.training.partitioner"]
+    assert "set fixed" in advice.message and plan.after.layout.partitioner == "fixed"
+
+
+def test_variables_too_few_to_share_out_are_said_so():
+    found = tuple(_variable(f"v{i}", [1, 1000], slots=1) for i in range(3))  # one row each: nothing to split
+    workload = variables.Workload("t", found, "none", 1024, "adagrad", variables.RULES_ON_PS, "spec.model")
+    layouts = {p: placement.layout(found, 4, p, 1024) for p in placement.PARTITIONERS}
+    assert placement.shards_to_balance(found, 4, 1024) is None
+    (advice,), after = advice_lib.partitioning(workload, layouts, None)
+    assert after is None and "too few or too small to share out" in advice.message

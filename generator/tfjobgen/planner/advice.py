@@ -36,24 +36,25 @@ def partitioning(workload: Workload, layouts: dict[str, Layout], balance: tuple[
     own = layouts[workload.partitioner]
     if own.balanced:
         return [], None
-    hot = own.bytes_per_ps
     field = f"{workload.field}.partitioner"
     lead = (f"ps:{own.hot_ps} would hold {100 * own.hot_share:.0f}% of {size(own.total)} "
-            f"(max/mean {own.max_over_mean:.2f} on {len(hot)} PS) with partitioner {workload.partitioner}")
+            f"(max/mean {own.max_over_mean:.2f} on {own.num_ps} PS) with partitioner {workload.partitioner}")
     for choice in ("auto", "fixed"):
         if choice != workload.partitioner and layouts[choice].balanced:
             how = "" if workload.field == "spec.training" else (
                 f" (in your program: {_program_partitioner(choice, own.num_ps, workload.min_shard_bytes)})")
             return [Advice(field, f"{lead}: set {choice}{how}, max/mean {layouts[choice].max_over_mean:.2f}")], \
                 layouts[choice]
+    tried = (f"neither auto ({layouts['auto'].max_over_mean:.2f}) nor fixed ({layouts['fixed'].max_over_mean:.2f}) "
+             f"reaches {BALANCE_GOAL:.2f}")
     if balance:
         shards, found = balance
-        return [Advice(f"{workload.field}.minShardBytes",
-                       f"{lead}: splitting every variable of at least {size(workload.min_shard_bytes)} into "
-                       f"{shards} shards reaches max/mean {found.max_over_mean:.2f}; the smaller variables left "
-                       "whole are what keeps auto and fixed above the goal")], found
-    return [Advice(field, f"{lead}: no partitioning of these variables gets under {BALANCE_GOAL} on "
-                          f"{own.num_ps} PS; fewer PS would be as fast (spec.roles.ps.replicas)")], None
+        return [Advice(field, (
+            f"{lead}; {tried}, {shards} shards of every variable of at least {size(workload.min_shard_bytes)} "
+            f"would ({found.max_over_mean:.2f}; in a program of your own: FixedShardsPartitioner({shards}) on "
+            "those); or use fewer PS (spec.roles.ps.replicas)"))], found
+    return [Advice(field, f"{lead}; {tried}, nor does any shard count up to {4 * own.num_ps}: the variables are "
+                          "too few or too small to share out; fewer PS would do (spec.roles.ps.replicas)")], None
 
 
 def _program_partitioner(choice: str, num_ps: int, min_shard_bytes: int) -> str:
