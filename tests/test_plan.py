@@ -8,6 +8,7 @@ the scheduler model the topology tests use.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import struct
 
@@ -314,10 +315,7 @@ def test_json_markdown_and_table_agree_and_repeat_byte_for_byte(tmp_path):
 
 
 def test_png_draws_the_predictions_and_repeats_byte_for_byte(tmp_path):
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        need("matplotlib", None, "pip install -e '.[plot]'")
+    need("matplotlib", "matplotlib" if importlib.util.find_spec("matplotlib") else None, "pip install -e '.[plot]'")
     job = _write(tmp_path, WIDE_DEEP.replace("partitioner: auto", "partitioner: none"))
     pictures = []
     for name in ("a.png", "b.png"):

@@ -222,7 +222,8 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
 def _why_pending(job, mode, role, index, spec, shape, pool, counts, nodes) -> str:
     size = f"{describe_cpu(spec.cpu)} CPU, {describe_bytes(spec.memory)}"
     if spec.cpu > shape.cpu or spec.memory > shape.memory:
-        return f"one task ({size}) is larger than a node ({describe_cpu(shape.cpu)} CPU, {describe_bytes(shape.memory)})"
+        node = f"{describe_cpu(shape.cpu)} CPU, {describe_bytes(shape.memory)}"
+        return f"one task ({size}) is larger than a node ({node})"
     where = f"the {counts[pool]} node(s) of pool {pool}" if pool != NO_POOL else f"the {counts[pool]} node(s)"
     if mode == "colocated" and role == "worker":
         home = index // job.topology.workers_per_server

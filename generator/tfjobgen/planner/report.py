@@ -92,7 +92,8 @@ def _title(plan: Plan) -> str:
 
 def capacity_rows(plan: Plan) -> tuple[list[str], list[list]]:
     rows = [[r.role, r.replicas, describe_cpu(r.cpu), describe_bytes(r.memory), r.pool,
-             f"{describe_cpu(r.node.cpu)} CPU, {describe_bytes(r.node.memory)}", r.per_node] for r in plan.capacity.roles]
+             f"{describe_cpu(r.node.cpu)} CPU, {describe_bytes(r.node.memory)}", r.per_node]
+            for r in plan.capacity.roles]
     return ["ROLE", "TASKS", "CPU", "MEMORY", "POOL", "NODE", "PER NODE"], rows
 
 
@@ -193,7 +194,8 @@ def text(plan: Plan) -> str:
                       + table.render(*partitioner_rows(plan)))
         if len(plan.own.layout.bytes_per_ps) <= MAX_PS_ROWS:
             blocks.append("BYTES PER PS (variables and optimizer slots)\n" + table.render(*ps_rows(plan)))
-        blocks.append("TRAFFIC: " + _traffic_caption(plan, plan.own) + "\n" + table.render(*traffic_rows(plan, plan.own)))
+        blocks.append("TRAFFIC: " + _traffic_caption(plan, plan.own) + "\n"
+                      + table.render(*traffic_rows(plan, plan.own)))
         if plan.after:
             blocks.append("TRAFFIC AFTER THE ADVICE: " + _traffic_caption(plan, plan.after) + "\n"
                           + table.render(*traffic_rows(plan, plan.after)))

@@ -112,8 +112,9 @@ def check(job: model.TrainingJob) -> list[Problem]:
     for i, variable in enumerate(job.model.variables):
         where = f"spec.model.variables[{i}]"
         if variable.name in seen:
-            problems.append(Problem(f"'{variable.name}' is already declared at spec.model.variables[{seen[variable.name]}]"
-                                    ": variable names are unique", f"{where}.name"))
+            first = f"spec.model.variables[{seen[variable.name]}]"
+            problems.append(Problem(f"'{variable.name}' is already declared at {first}: variable names are unique",
+                                    f"{where}.name"))
         seen.setdefault(variable.name, i)
         if variable.lookups_per_step and not variable.shape:
             problems.append(Problem("a scalar has no rows to look up: remove lookupsPerStep or give the table its "
