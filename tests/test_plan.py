@@ -294,6 +294,7 @@ def test_without_tensorflow_a_checkpoint_cannot_be_read_and_the_error_says_what_
     shadow = tmp_path / "shadow" / "tensorflow"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("raise ImportError('No module named tensorflow')\n")  # as if not installed
+    (tmp_path / "ckpt.index").write_bytes(b"")
     proc = run_tfjobgen("plan", str(JOBS / "wide-deep.yaml"), "--checkpoint", str(tmp_path / "ckpt"),
                         env={"PYTHONPATH": f"{tmp_path / 'shadow'}:{REPO / 'generator'}"})
     assert proc.returncode == 1

@@ -7,6 +7,7 @@
     advice      what to change, each line naming the field
     report      all of it for one job: a terminal table, JSON, Markdown
     chart       bytes per PS before and after the advice, as a PNG (matplotlib)
+    units       byte sizes and shares for people
     command     the CLI
 
 Everything but `variables.from_checkpoint` (TensorFlow), `chart` (matplotlib)

@@ -84,6 +84,9 @@ def run(args) -> int:
         except chart.ChartError as err:
             print(f"tfjobgen plan: {err}", file=sys.stderr)
             return EXIT_INVALID
+        except OSError as err:
+            print(f"tfjobgen plan: cannot write {args.png}: {err.strerror}", file=sys.stderr)
+            return EXIT_INVALID
         finally:
             if os.path.exists(partial):
                 os.remove(partial)

@@ -67,10 +67,10 @@ def make(job: TrainingJob, profile: ClusterProfile, workload: Workload | None) -
         layouts = {p: placement.layout(workload.variables, num_ps, p, workload.min_shard_bytes)
                    for p in placement.PARTITIONERS}
         balance = placement.shards_to_balance(workload.variables, num_ps, workload.min_shard_bytes)
-        crowd = next(r.per_node for r in found.roles if r.role == "worker")
-        own = _load(job, workload, layouts[workload.partitioner], crowd)
+        workers_per_node = next(r.per_node for r in found.roles if r.role == "worker")
+        own = _load(job, workload, layouts[workload.partitioner], workers_per_node)
         advised, better = advice_lib.partitioning(workload, layouts, balance)
-        after = _load(job, workload, better, crowd) if better is not None else None
+        after = _load(job, workload, better, workers_per_node) if better is not None else None
         advice += advised + advice_lib.optimizer(workload) + advice_lib.memory(job, own.layout)
         advice += advice_lib.topology(job, (after or own).topologies, found)
         if not workload.order_known:

@@ -146,13 +146,14 @@ def checkpoint_prefix(path: str) -> str:
 
 def from_checkpoint(path: str, job: model.TrainingJob) -> Workload:
     """The variables saved in a checkpoint or SavedModel, each slot beside the variable it belongs to."""
+    if not os.path.exists(path) and not os.path.exists(path + ".index"):
+        raise PlanError(f"{path}: no such checkpoint, SavedModel or folder")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up chatter is not ours to show
     try:
         import tensorflow as tf
     except ImportError:
         raise PlanError(f"{path}: reading a checkpoint needs TensorFlow, which is not installed for this Python: "
                         "pip install 'tfjobgen[runtime]', or declare the variables in spec.model") from None
-    if not os.path.exists(path) and not os.path.exists(path + ".index"):
-        raise PlanError(f"{path}: no such checkpoint, SavedModel or folder")
     prefix = checkpoint_prefix(path)
     try:
         reader = tf.train.load_checkpoint(prefix)
