@@ -84,10 +84,8 @@ def test_the_fewest_shards_that_balance_one_big_table_on_five_ps():
     assert placement.place(found, 5, lambda v: 4 if v.bytes >= 256 << 10 else 1, "4").max_over_mean > 1.10
 
 
-def test_the_runtime_builds_its_model_from_the_same_layout_the_planner_reads():
-    # One list serves both: the runtime's WideDeep takes names and shapes from runtime/variables.py.
-    source = (REPO / "generator/tfjobgen/runtime/model.py").read_text()
-    assert "variables.model_variables(" in source
+def test_the_layout_lists_the_model_in_creation_order_with_the_global_step_where_each_api_makes_it():
+    # tests/runtime/test_plan_prediction.py checks that the runtime's WideDeep creates exactly these.
     names = [v.name for v in layout.model_variables(10, 4, (3, 2))]
     assert names == ["embedding", "wide", "hidden_0/kernel", "hidden_0/bias", "hidden_1/kernel", "hidden_1/bias",
                      "output/kernel", "output/bias"]
@@ -350,3 +348,19 @@ def test_variables_too_few_to_share_out_are_said_so():
     assert placement.shards_to_balance(found, 4, 1024) is None
     (advice,), after = advice_lib.partitioning(workload, layouts, None)
     assert after is None and "too few or too small to share out" in advice.message
+
+
+def test_ps_memory_smaller_than_the_variables_is_advised(tmp_path):
+    text = WIDE_DEEP.replace("ps: {replicas: 4, cpu: 8, memory: 32Gi}", "ps: {replicas: 4, cpu: 8, memory: 1Gi}")
+    job, profile = _job(_write(tmp_path, text.replace("partitioner: auto", "partitioner: none")))
+    plan = report.make(job, profile, variables.of_job(job))
+    (advice,) = [a for a in plan.advice if a.field == "spec.roles.ps.memory"]
+    assert advice.message.startswith("1 PS would hold more variable bytes than their 1Gi (ps:0: 1.3 GB")
+
+
+def test_the_unpartitioned_example_of_plan_md_shows_the_seeds_hot_ps():
+    job, profile = _job(REPO / "docs/plan-examples/scene1-case2-unpartitioned.yaml", SEED_PROFILE)
+    plan = report.make(job, profile, variables.of_job(job))
+    assert plan.own.layout.hot_share > 0.96 and plan.own.layout.max_over_mean > 4.8  # one PS of five
+    assert plan.after.layout.partitioner == "auto" and plan.after.layout.max_over_mean < 1.01
+    assert [a.field for a in plan.advice][0] == "spec.training.partitioner"

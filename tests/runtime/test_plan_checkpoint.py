@@ -54,3 +54,27 @@ def test_a_tf1_checkpoint_gives_each_variable_its_adagrad_slot(tmp_path):
     # (dense/Adagrad, embedding/Adagrad) beside its variable.
     assert data["ps_bytes"] == [8 * 4 * 4 * 2 + 8, 1000 * 8 * 4 * 2]
     assert any("creation order" in note for note in data["notes"])
+
+
+WRITE_SAVED_MODEL = """
+import sys
+import tensorflow as tf
+module = tf.Module()
+module.table = tf.Variable(tf.zeros([500, 4]), name="table")
+module.bias = tf.Variable(tf.zeros([4]), name="bias")
+tf.saved_model.save(module, sys.argv[1])
+"""
+
+
+def test_a_saved_model_folder_is_read_through_its_variables(tmp_path):
+    need_tensorflow()
+    folder = tmp_path / "saved"
+    written = subprocess.run([sys.executable, "-c", WRITE_SAVED_MODEL, str(folder)], capture_output=True, text=True,
+                             timeout=120)
+    assert written.returncode == 0, written.stderr
+    job = tmp_path / "job.yaml"
+    job.write_text(JOB)
+    proc = run_tfjobgen("plan", str(job), "--checkpoint", str(folder), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    # Object-based names, by name: bias (16 bytes) on ps:0, table (8,000 bytes) on ps:1; no slots saved.
+    assert json.loads(proc.stdout)["ps_bytes"] == [4 * 4, 500 * 4 * 4]

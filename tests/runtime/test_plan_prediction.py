@@ -43,3 +43,12 @@ def test_predicted_bytes_per_ps_match_what_tensorflow_places(tmp_path, api, part
     assert len(measured) == len(predicted) == 3
     for ps, (p, m) in enumerate(zip(predicted, measured)):
         assert abs(p - m) <= 0.02 * m, f"ps:{ps}: predicted {p:,}, TensorFlow placed {m:,} ({api}, {partitioner})"
+
+
+def test_the_runtimes_model_creates_exactly_the_layouts_variables_in_its_order():
+    need_tensorflow()
+    from tfjobgen.runtime import model, variables
+
+    made = []
+    model.WideDeep(1000, 4, (6, 5), lambda name, shape, initializer: made.append((name, tuple(shape))))
+    assert made == [(v.name, v.shape) for v in variables.model_variables(1000, 4, (6, 5))]
