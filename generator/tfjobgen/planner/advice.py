@@ -172,22 +172,11 @@ def topology(job: TrainingJob, after: tuple[TopologyTraffic, ...], found: Capaci
     return []
 
 
-def capacity(job: TrainingJob, found: Capacity) -> list[Advice]:
-    advice = []
-    for pending in found.own.pending:
-        count = found.node_counts.get(_pool_of(job, pending.role))
-        fix = "spec.topology.workersPerServer" if "beside" in pending.reason else (
-            f"spec.roles.{pending.role}.replicas" if count else f"spec.roles.{pending.role}")
-        advice.append(Advice(fix, f"{pending.tasks} would stay Pending: {pending.reason}"))
+def capacity(found: Capacity) -> list[Advice]:
+    advice = [Advice(p.field, f"{p.tasks} would stay Pending: {p.reason}") for p in found.own.pending]
     for share in found.shares:
         if share.nodes_used and share.nodes_used >= share.nodes:
             advice.append(Advice("spec.roles", (
                 f"the job takes all {share.nodes} nodes of pool {share.pool}: another job, or a node drained for "
                 "maintenance, leaves tasks Pending")))
     return advice
-
-
-def _pool_of(job: TrainingJob, role: str) -> str:
-    from .capacity import NO_POOL
-
-    return job.topology.node_pools.get(role) or NO_POOL

@@ -71,6 +71,7 @@ class Pending:
     role: str
     indexes: tuple[int, ...]
     reason: str
+    field: str  # the intent field that would let them run
 
     @property
     def tasks(self) -> str:
@@ -121,8 +122,14 @@ def _milli(cpu: Fraction) -> int:
     return math.ceil(cpu * 1000)
 
 
+def pool_of(job: TrainingJob, profile: ClusterProfile, role: str) -> str | None:
+    """The node pool a role's tasks run in (None: any node). The one place capacity reads it, so
+    pools chosen elsewhere (a profile's default per role, say) reach every count through here."""
+    return job.topology.node_pools.get(role)
+
+
 def capacity(job: TrainingJob, profile: ClusterProfile) -> Capacity:
-    pools = {role: job.topology.node_pools.get(role) for role in job.roles}
+    pools = {role: pool_of(job, profile, role) for role in job.roles}
     roles = []
     for name in _ORDER:
         if name in job.roles:
@@ -140,7 +147,7 @@ def _groups(job: TrainingJob, profile: ClusterProfile) -> tuple[GroupFit, ...]:
     if job.topology.mode != "colocated":
         return ()
     ps, worker, per = job.roles["ps"], job.roles["worker"], job.topology.workers_per_server
-    node = profile.node_for(job.topology.node_pools.get("ps"))
+    node = profile.node_for(pool_of(job, profile, "ps"))
     sizes = [max(0, min(per, worker.replicas - g * per)) for g in range(ps.replicas)]
     found, start = [], 0
     for g in range(1, ps.replicas + 1):
@@ -155,7 +162,7 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
     nodes: list[_Node] = []
     opened: dict[str, int] = {}  # pool -> nodes opened
     homes: dict[int, _Node] = {}  # PS index -> its node
-    pending: dict[tuple[str, str], list[int]] = {}
+    pending: dict[tuple[str, str, str], list[int]] = {}
     per_group = job.topology.workers_per_server
     preferred = mode == "spread" and job.topology.spread == "preferred"
 
@@ -173,8 +180,8 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
 
     for role in (r for r in _ORDER if r in job.roles):
         spec = job.roles[role]
-        pool = job.topology.node_pools.get(role) or NO_POOL
-        shape = profile.node_for(job.topology.node_pools.get(role))
+        pool = pool_of(job, profile, role) or NO_POOL
+        shape = profile.node_for(pool_of(job, profile, role))
         cpu, memory = _milli(spec.cpu), math.ceil(spec.memory)
         fits_a_node = cpu <= _milli(shape.cpu) and memory <= math.ceil(shape.memory)
         # Nodes only fill up and the rules only get stricter as tasks arrive, so a node that cannot take
@@ -204,8 +211,8 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
                 if target is None and preferred and role == "ps":  # a preference yields when nodes run out
                     target = first(False, index)
             if target is None:
-                reason = _why_pending(job, mode, role, index, spec, shape, pool, counts, nodes)
-                pending.setdefault((role, reason), []).append(index)
+                reason, fix = _why_pending(job, mode, role, index, spec, shape, pool, counts, nodes)
+                pending.setdefault((role, reason, fix), []).append(index)
                 continue
             target.cpu -= cpu
             target.memory -= memory
@@ -216,28 +223,33 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
     used = {}
     for node in nodes:
         used[node.pool] = used.get(node.pool, 0) + 1
-    return Packing(mode, used, tuple(Pending(role, tuple(ix), reason) for (role, reason), ix in pending.items()))
+    return Packing(mode, used, tuple(Pending(role, tuple(indexes), reason, fix)
+                                     for (role, reason, fix), indexes in pending.items()))
 
 
-def _why_pending(job, mode, role, index, spec, shape, pool, counts, nodes) -> str:
+def _why_pending(job, mode, role, index, spec, shape, pool, counts, nodes) -> tuple[str, str]:
+    """Why a task finds no node, and the field that would change that."""
     size = f"{describe_cpu(spec.cpu)} CPU, {describe_bytes(spec.memory)}"
+    replicas = f"spec.roles.{role}.replicas"
     if spec.cpu > shape.cpu or spec.memory > shape.memory:
         node = f"{describe_cpu(shape.cpu)} CPU, {describe_bytes(shape.memory)}"
-        return f"one task ({size}) is larger than a node ({node})"
+        return f"one task ({size}) is larger than a node ({node})", f"spec.roles.{role}"
     where = f"the {counts[pool]} node(s) of pool {pool}" if pool != NO_POOL else f"the {counts[pool]} node(s)"
     if mode == "colocated" and role == "worker":
         home = index // job.topology.workers_per_server
         if home >= job.roles["ps"].replicas:
-            return f"more workers than {job.roles['ps'].replicas} PS x {job.topology.workers_per_server}: no PS to join"
+            return (f"more workers than {job.roles['ps'].replicas} PS x {job.topology.workers_per_server}: "
+                    "no PS to join"), replicas
         if not any(home in n.ps for n in nodes):
-            return "their PS is Pending, and a worker must run beside it (required pod affinity)"
-        return f"no room ({size}) left beside their PS on its node"
+            return "their PS is Pending, and a worker must run beside it (required pod affinity)", \
+                "spec.roles.ps.replicas"
+        return f"no room ({size}) left beside their PS on its node", "spec.topology.workersPerServer"
     if role == "ps" and mode in ("colocated", "isolated") or (mode == "spread" and job.topology.spread == "required"):
         others = "another PS or a worker" if mode == "isolated" else "another PS"
-        return f"needs a node without {others} (required anti-affinity) and {where} are taken"
+        return f"needs a node without {others} (required anti-affinity) and {where} are taken", replicas
     if role == "worker" and mode == "isolated":
-        return f"needs {size} on a node without a PS; {where} are full or hold PS"
-    return f"no room for {size} on {where}"
+        return f"needs {size} on a node without a PS; {where} are full or hold PS", replicas
+    return f"no room for {size} on {where}", replicas
 
 
 def _shares(job: TrainingJob, profile: ClusterProfile, packing: Packing, counts) -> tuple[Share, ...]:
@@ -246,7 +258,7 @@ def _shares(job: TrainingJob, profile: ClusterProfile, packing: Packing, counts)
         if count is None:
             continue
         shape = profile.node_for(None if pool == NO_POOL else pool)
-        members = [r for r in job.roles.values() if (job.topology.node_pools.get(r.name) or NO_POOL) == pool]
+        members = [r for r in job.roles.values() if (pool_of(job, profile, r.name) or NO_POOL) == pool]
         cpu = sum((r.cpu * r.replicas for r in members), Fraction(0))
         memory = sum((r.memory * r.replicas for r in members), Fraction(0))
         found.append(Share(pool, packing.nodes.get(pool, 0), count, cpu / (count * shape.cpu),

@@ -79,7 +79,7 @@ def make(job: TrainingJob, profile: ClusterProfile, workload: Workload | None) -
         if not any(v.lookups for v in workload.variables):
             notes.append("no variable is read by lookups (lookupsPerStep), so traffic counts every variable "
                          "read whole on every step")
-    advice += advice_lib.star_server(job) + advice_lib.threads(job) + advice_lib.capacity(job, found)
+    advice += advice_lib.star_server(job) + advice_lib.threads(job) + advice_lib.capacity(found)
     return Plan(job, profile.name, workload, layouts, balance, own, after, found, tuple(advice), tuple(notes))
 
 
