@@ -364,3 +364,20 @@ def test_the_unpartitioned_example_of_plan_md_shows_the_seeds_hot_ps():
     assert plan.own.layout.hot_share > 0.96 and plan.own.layout.max_over_mean > 4.8  # one PS of five
     assert plan.after.layout.partitioner == "auto" and plan.after.layout.max_over_mean < 1.01
     assert [a.field for a in plan.advice][0] == "spec.training.partitioner"
+
+
+def test_node_pools_are_counted_apart_and_their_counts_bound_them(tmp_path):
+    golden = REPO / "tests/golden/isolated-node-pools"
+    profile_text = (golden / "profile.yaml").read_text().replace(
+        "      node: {cpu: 64, memory: 512Gi}", "      node: {cpu: 64, memory: 512Gi}\n      nodeCount: 1")
+    profile = _write(tmp_path, profile_text, "profile.yaml")
+    job, loaded = _job(golden / "job.yaml", profile)
+    found = capacity.capacity(job, loaded)
+    assert found.own.nodes == {"ps-highmem": 1, "cpu-workers": 1}
+    (pending,) = found.own.pending  # isolated PS repel each other: the second finds no node of its pool
+    assert (pending.role, pending.indexes, pending.field) == ("ps", (1,), "spec.roles.ps.replicas")
+    assert "the 1 node(s) of pool ps-highmem are taken" in pending.reason
+    (share,) = found.shares
+    assert (share.pool, share.nodes_used, share.nodes) == ("ps-highmem", 1, 1)
+    colocated = next(p for p in found.packings if p.mode == "colocated")
+    assert ("worker", "spec.topology.nodePools") in {(p.role, p.field) for p in colocated.pending}  # not in PS pool

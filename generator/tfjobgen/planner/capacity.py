@@ -200,7 +200,7 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
         for index in range(spec.replicas):
             if mode == "colocated" and role == "worker":  # beside its PS, or nowhere
                 home = homes.get(index // per_group)
-                target = home if home and home.cpu >= cpu and home.memory >= memory else None
+                target = home if home and home.pool == pool and home.cpu >= cpu and home.memory >= memory else None
             else:
                 target = first(True, index)
                 if target is None and fits_a_node:
@@ -240,9 +240,13 @@ def _why_pending(job, mode, role, index, spec, shape, pool, counts, nodes) -> tu
         if home >= job.roles["ps"].replicas:
             return (f"more workers than {job.roles['ps'].replicas} PS x {job.topology.workers_per_server}: "
                     "no PS to join"), replicas
-        if not any(home in n.ps for n in nodes):
+        ps_node = next((n for n in nodes if home in n.ps), None)
+        if ps_node is None:
             return "their PS is Pending, and a worker must run beside it (required pod affinity)", \
                 "spec.roles.ps.replicas"
+        if ps_node.pool != pool:
+            return (f"colocated needs PS and workers in one node pool (ps: {ps_node.pool}, worker: {pool})",
+                    "spec.topology.nodePools")
         return f"no room ({size}) left beside their PS on its node", "spec.topology.workersPerServer"
     if role == "ps" and mode in ("colocated", "isolated") or (mode == "spread" and job.topology.spread == "required"):
         others = "another PS or a worker" if mode == "isolated" else "another PS"
