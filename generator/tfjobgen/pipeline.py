@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import backends, container, model, names, plan, qos, schema, source, topology, tuning
-from .planner import variables as declared_variables
 from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND
 from .profile import ClusterProfile, cluster_profile, default_profile
@@ -119,8 +118,12 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
     if problems:
         return None, [intent.locate(p) for p in problems]
     job = model.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
-    for check in (names.check, container.check, declared_variables.check):
+    for check in (names.check, container.check):
         problems += check(job)
+    if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
+        from .planner import variables as declared_variables
+
+        problems += declared_variables.check(job)
     for check in (qos.check, topology.check, tuning.check, backends.get(job.backend).check):
         problems += check(job, profile)
     problems = [intent.locate(p) for p in problems]
