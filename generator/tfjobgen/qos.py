@@ -80,11 +80,10 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
         if job.qos == "cpuset" and pool in profile.node_pools:
             pool_selector = profile.node_pools[pool].node_selector
             own = role.name in job.topology.node_pools  # else the profile's isolatedPools chose it
+            named = f"node pool '{pool}'" if own else f"node pool '{pool}' (the profile's isolatedPools.{role.name})"
             for key, value in sorted(profile.cpu_manager_selector.items()):
                 if key in pool_selector and pool_selector[key] != value:
                     problems.append(Problem(
-                        f"node pool '{pool}'{'' if own else ' (the profile isolatedPools.' + role.name + ')'} "
-                        f"selects {key}={pool_selector[key]} but the CPU-manager nodes have {key}={value}: "
-                        f"no node can satisfy both",
-                        f"spec.topology.nodePools.{role.name}" if own else "spec.qos"))
+                        f"{named} selects {key}={pool_selector[key]} but the CPU-manager nodes have {key}={value}: "
+                        "no node can satisfy both", f"spec.topology.nodePools.{role.name}" if own else "spec.qos"))
     return problems

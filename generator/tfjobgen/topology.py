@@ -41,7 +41,10 @@ from .profile import ClusterProfile
 from .quantity import describe_bytes, describe_cpu
 
 HOSTNAME = "kubernetes.io/hostname"
-PACKING_WEIGHT = 100  # isolated workers' preference for their own job's workers (the maximum weight)
+REQUIRED, PREFERRED = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
+# Isolated workers' preference for servers with the job's workers. The scheduler normalises the
+# inter-pod affinity score across servers, so the weight only counts against other preferred terms.
+PACKING_WEIGHT = 100
 # The profile's priorityClasses key for each role's pods.
 PRIORITY_CLASS_OF = {"ps": "ps", "chief": "ps", "worker": "worker", "evaluator": "worker"}
 
@@ -99,22 +102,21 @@ def _other_groups(job: TrainingJob, group: int) -> dict:
 
 def _affinity(job: TrainingJob, role: str, index: int) -> dict:
     mode = job.topology.mode
-    required, preferred = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
     if mode == "colocated" and role == "ps":
-        return {"podAntiAffinity": {required: [_other_jobs(job), _other_groups(job, index)]}}
+        return {"podAntiAffinity": {REQUIRED: [_other_jobs(job), _other_groups(job, index)]}}
     if mode == "colocated" and role == "worker":
-        return {"podAffinity": {required: [_term(labels.group_selector(job, "ps", group_of(job, role, index)))]}}
+        return {"podAffinity": {REQUIRED: [_term(labels.group_selector(job, "ps", group_of(job, role, index)))]}}
     if mode == "isolated" and role == "ps":
-        return {"podAntiAffinity": {required: [_term(labels.role_selector(job, "ps", "worker"))]}}
+        return {"podAntiAffinity": {REQUIRED: [_term(labels.role_selector(job, "ps", "worker"))]}}
     if mode == "isolated" and role == "worker":
-        return {"podAffinity": {preferred: [{"podAffinityTerm": _term(labels.role_selector(job, "worker")),
+        return {"podAffinity": {PREFERRED: [{"podAffinityTerm": _term(labels.role_selector(job, "worker")),
                                              "weight": PACKING_WEIGHT}]},
-                "podAntiAffinity": {required: [_term(labels.role_selector(job, "ps"))]}}
+                "podAntiAffinity": {REQUIRED: [_term(labels.role_selector(job, "ps"))]}}
     if mode == "spread" and role == "ps":
         term = _term(labels.role_selector(job, "ps"))
         if job.topology.spread == "required":
-            return {"podAntiAffinity": {required: [term]}}
-        return {"podAntiAffinity": {preferred: [{"podAffinityTerm": term, "weight": job.topology.spread_weight}]}}
+            return {"podAntiAffinity": {REQUIRED: [term]}}
+        return {"podAntiAffinity": {PREFERRED: [{"podAffinityTerm": term, "weight": job.topology.spread_weight}]}}
     return {}
 
 

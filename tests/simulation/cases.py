@@ -185,6 +185,9 @@ class Figure:
         self.runs += 1
         self.preemptions += sum(n for job, n in run.scheduler.preemptions.items() if jobs is None or job in jobs)
         if bad:
+            waiting = [p for p in run.pending if jobs is None or p.job in jobs]
+            if waiting:  # why the first of them fits nowhere
+                bad.append(f"{waiting[0].task} pending: {run.scheduler.why(waiting[0])}")
             self.failures.append(f"seed {run.seed}{what}: " + " | ".join(bad))
         else:
             self.good += 1

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tfjobgen import quantity
+from tfjobgen.labels import JOB as JOB_LABEL
 from tfjobgen.pods import Pod
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -153,23 +154,25 @@ class SimNode:
 
 
 def nodes(count: int, cpu: Any = 80, memory: Any = "256Gi", prefix: str = "node", labels: dict | None = None,
-          taints: list | None = None, start: int = 0) -> list[SimNode]:
-    """`count` identical nodes named <prefix>-00, <prefix>-01, ..."""
-    return [SimNode(f"{prefix}-{i:02d}", milli(cpu), whole(memory), dict(labels or {}), tuple(taints or ()))
-            for i in range(start, start + count)]
+          taints: list | None = None) -> list[SimNode]:
+    """`count` identical nodes named <prefix>-00, <prefix>-01, ... (cpu and memory as Kubernetes quantities)."""
+    return [SimNode(f"{prefix}-{i:02d}", millicores(cpu), rounded_up(memory), dict(labels or {}), tuple(taints or ()))
+            for i in range(count)]
 
 
-def milli(value: Any) -> int:
+def millicores(value: Any) -> int:
+    """A CPU quantity as the scheduler counts it (Quantity.MilliValue, rounded up)."""
     return math.ceil(quantity.parse(value) * 1000)
 
 
-def whole(value: Any) -> int:
+def rounded_up(value: Any) -> int:
+    """A quantity as a whole number (Quantity.Value, rounded up): memory in bytes."""
     return math.ceil(quantity.parse(value))
 
 
 # ---- node selection and taints --------------------------------------------------------------
 
-def _node_term_matches(spec: dict, labels: dict) -> bool:
+def node_term_matches(spec: dict, labels: dict) -> bool:
     """One NodeSelectorTerm: all its matchExpressions hold (matchFields: metadata.name only)."""
     for expression in spec.get("matchExpressions", []):
         key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
@@ -221,7 +224,7 @@ class PodSpec:
         spec = pod.spec
         self.name, self.namespace, self.labels = pod.hostname, pod.namespace, pod.labels
         self.role, self.index = pod.role, pod.index
-        self.job = pod.labels.get("tfjobgen.dev/job", "")
+        self.job = pod.labels.get(JOB_LABEL, "")  # "" for pods tfjobgen did not make
         self.cpu, self.memory, self.nonzero_cpu, self.nonzero_memory = _requests(spec)
         self.node_selector = dict(spec.get("nodeSelector", {}))
         affinity = spec.get("affinity", {})
@@ -283,8 +286,8 @@ def _requests(spec: dict) -> tuple[int, int, int, int]:
     """The pod's requests (containers summed, init containers' maximum) and the same with scoring's defaults."""
     def of(container: dict, default: bool) -> tuple[int, int]:
         requests = container.get("resources", {}).get("requests", {})
-        cpu = milli(requests["cpu"]) if "cpu" in requests else (DEFAULT_CPU_MILLI if default else 0)
-        memory = whole(requests["memory"]) if "memory" in requests else (DEFAULT_MEMORY if default else 0)
+        cpu = millicores(requests["cpu"]) if "cpu" in requests else (DEFAULT_CPU_MILLI if default else 0)
+        memory = rounded_up(requests["memory"]) if "memory" in requests else (DEFAULT_MEMORY if default else 0)
         return cpu, memory
 
     result = []

@@ -57,7 +57,7 @@ class Run:
 
 
 def arrive(workload: Workload, nodes: list[SimNode], seed: int, classes: dict[str, PriorityClass] | None = None,
-           keep_log: bool = False, shuffle: bool = True) -> Run:
+           shuffle: bool = True) -> Run:
     """Create every pod in a random order (shuffle=False: as listed), one at a time, scheduling after each
     until the queue is empty.
 
@@ -65,8 +65,7 @@ def arrive(workload: Workload, nodes: list[SimNode], seed: int, classes: dict[st
     priority helps, every pod sees the cluster as the earlier ones left it.
     """
     state = ClusterState(nodes, services(workload.objects))
-    scheduler = Scheduler(state, classes if classes is not None else priority_classes(workload.objects), seed,
-                          keep_log=keep_log)
+    scheduler = Scheduler(state, classes if classes is not None else priority_classes(workload.objects), seed)
     order = list(workload.pods)
     if shuffle:
         random.Random(seed).shuffle(order)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from tfjobgen.pods import Pod
 
-from .objects import HOSTNAME, PriorityClass, SimNode, SimPod, SpreadConstraint, _node_term_matches, admit, tolerates
+from .objects import HOSTNAME, ZONE, PriorityClass, SimNode, SimPod, SpreadConstraint, admit, node_term_matches, tolerates
 from .state import AFFINITY_PREFERRED, AFFINITY_REQUIRED, ANTI_PREFERRED, ANTI_REQUIRED, ClusterState
 
 MAX_NODE_SCORE = 100
@@ -44,7 +44,7 @@ WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "PodT
 HARD_POD_AFFINITY_WEIGHT = 1  # InterPodAffinityArgs default
 MIN_FEASIBLE_NODES_TO_FIND, MIN_FEASIBLE_NODES_PERCENTAGE = 100, 5
 MIN_CANDIDATE_NODES_PERCENTAGE, MIN_CANDIDATE_NODES_ABSOLUTE = 10, 100  # DefaultPreemptionArgs defaults
-SYSTEM_DEFAULT_SPREAD = (("kubernetes.io/hostname", 3), ("topology.kubernetes.io/zone", 5))
+SYSTEM_DEFAULT_SPREAD = ((HOSTNAME, 3), (ZONE, 5))  # (topologyKey, maxSkew), ScheduleAnyway
 
 UNSCHEDULABLE, UNRESOLVABLE = "Unschedulable", "UnschedulableAndUnresolvable"
 
@@ -59,6 +59,8 @@ class Status:
 _INSUFFICIENT = Status(UNSCHEDULABLE, "NodeResourcesFit", "Insufficient resources")
 _AFFINITY = Status(UNRESOLVABLE, "InterPodAffinity", "node(s) didn't match pod affinity rules")
 _ANTI_AFFINITY = Status(UNSCHEDULABLE, "InterPodAffinity", "node(s) didn't match pod anti-affinity rules")
+_EXISTING_ANTI_AFFINITY = Status(UNSCHEDULABLE, "InterPodAffinity",
+                                 "node(s) didn't satisfy existing pods anti-affinity rules")
 
 
 class SimulationError(Exception):
@@ -92,10 +94,10 @@ class Cycle:
         self.by_host = all(t.topology_key == HOSTNAME for t in pod.affinity + pod.anti_affinity) and \
             all(key == HOSTNAME for key, _ in self.forbidden)
         if self.by_host:
-            self.repelled = {n for _, counts in self.anti_counts for n, c in counts.items() if c > 0}
-            self.repelled |= {value for _, value in self.forbidden}
             self.attracted = None if not pod.affinity or self.first_of_group else \
-                {n for n, c in self.affinity_counts.items() if c > 0}
+                {n for n, c in self.affinity_counts.items() if c > 0}  # None: any node
+            self.repelled = {n for _, counts in self.anti_counts for n, c in counts.items() if c > 0}
+            self.forbidden_hosts = {value for _, value in self.forbidden}
         self.hard_spread = [c for c in pod.spread if c.hard]
         self.spread_filter = self._spread_prefilter() if self.hard_spread else None
 
@@ -126,7 +128,7 @@ class Cycle:
             return feasible, statuses
         state, pod, static = self.state, self.pod, self.static
         nodes, cpu, memory, pods_on = state.nodes, state.cpu, state.memory, state.pods_on
-        attracted, repelled = self.attracted, self.repelled
+        attracted, repelled, forbidden = self.attracted, self.repelled, self.forbidden_hosts
         feasible, statuses = [], {}
         for name in names:
             status = static.get(name)
@@ -141,6 +143,8 @@ class Cycle:
                     status = _AFFINITY
                 elif name in repelled:
                     status = _ANTI_AFFINITY
+                elif name in forbidden:
+                    status = _EXISTING_ANTI_AFFINITY
                 else:
                     feasible.append(name)
                     if len(feasible) >= wanted:
@@ -150,10 +154,9 @@ class Cycle:
         return feasible, statuses
 
     def filter(self, name: str) -> Status | None:
+        """Every filter plugin on one node, in the scheduler's order: the first failure, or None."""
         state, pod, node = self.state, self.pod, self.state.nodes[name]
-        static = self.static.get(name)
-        if static is None:
-            static = self.static[name] = _static_filter(pod, node) or False
+        static = self.filter_static(name)
         if static:
             return static
         if (state.cpu[name] + pod.cpu > node.cpu or state.memory[name] + pod.memory > node.memory
@@ -169,22 +172,24 @@ class Cycle:
         if self.by_host:
             if self.attracted is not None and node.name not in self.attracted:
                 return _AFFINITY
-            return _ANTI_AFFINITY if node.name in self.repelled else None
+            if node.name in self.repelled:
+                return _ANTI_AFFINITY
+            return _EXISTING_ANTI_AFFINITY if node.name in self.forbidden_hosts else None
         pod = self.pod
         if pod.affinity:
             exist = True
             for term in pod.affinity:
                 if term.topology_key not in node.labels:
-                    return Status(UNRESOLVABLE, "InterPodAffinity", "node(s) didn't match pod affinity rules")
+                    return _AFFINITY  # every topology key must be on the node
                 if self._domain_count(self.affinity_counts, term.topology_key, node) <= 0:
                     exist = False
             if not exist and not self.first_of_group:
-                return Status(UNRESOLVABLE, "InterPodAffinity", "node(s) didn't match pod affinity rules")
+                return _AFFINITY
         for key, counts in self.anti_counts:
             if key in node.labels and self._domain_count(counts, key, node) > 0:
-                return Status(UNSCHEDULABLE, "InterPodAffinity", "node(s) didn't match pod anti-affinity rules")
+                return _ANTI_AFFINITY
         if self.forbidden and any(pair in self.forbidden for pair in node.labels.items()):
-            return Status(UNSCHEDULABLE, "InterPodAffinity", "node(s) didn't satisfy existing pods anti-affinity rules")
+            return _EXISTING_ANTI_AFFINITY
         return None
 
     def fits_without(self, name: str, removed: list[SimPod]) -> bool | None:
@@ -289,7 +294,7 @@ class Cycle:
         if not self.pod.preferred_node_terms:
             return dict.fromkeys(feasible, 0)
         raw = {n: sum(w for w, term in self.pod.preferred_node_terms
-                      if _node_term_matches(term, self.state.nodes[n].labels)) for n in feasible}
+                      if node_term_matches(term, self.state.nodes[n].labels)) for n in feasible}
         return default_normalize(raw, reverse=False)
 
     def _least_allocated(self, feasible: list[str]) -> dict[str, int]:
@@ -409,7 +414,7 @@ def _static_filter(pod: SimPod, node: SimNode) -> Status | None:
 def _node_selection(pod: SimPod, node: SimNode) -> Status | None:
     if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
         return Status(UNRESOLVABLE, "NodeAffinity", "node(s) didn't match Pod's node affinity/selector")
-    if pod.node_terms is not None and not any(_node_term_matches(t, node.labels) for t in pod.node_terms):
+    if pod.node_terms is not None and not any(node_term_matches(t, node.labels) for t in pod.node_terms):
         return Status(UNRESOLVABLE, "NodeAffinity", "node(s) didn't match Pod's node affinity/selector")
     return None
 
@@ -444,21 +449,10 @@ def num_feasible_nodes_to_find(nodes: int) -> int:
 # ---- the scheduler ----------------------------------------------------------------------------
 
 @dataclass
-class Event:
-    """What happened, for tests and failure messages."""
-
-    kind: str  # bound | preempted | pending | lost
-    pod: str
-    node: str = ""
-    detail: str = ""
-
-
-@dataclass
 class Scheduler:
     state: ClusterState
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
     seed: int = 0
-    keep_log: bool = False
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
@@ -469,7 +463,7 @@ class Scheduler:
         self._arrival = itertools.count()
         self._next_start = 0
         self._static: dict[tuple, dict] = {}
-        self.log: list[Event] = []
+        self._why: dict[int, dict[str, Status]] = {}  # waiting pod -> each node's status at its last try
         self.attempts = 0
         self.preemptions: dict[str, int] = {}  # preemptor's job -> how often one of its pods preempted
 
@@ -493,7 +487,6 @@ class Scheduler:
     def lose_node(self, name: str) -> list[SimPod]:
         """The node is gone: its pods are deleted and their controllers recreate them."""
         lost = self.state.remove_node(name)
-        self._record("lost", name, name, f"{len(lost)} pod(s)")
         self._wake_all()
         return [self.create(pod.source) for pod in lost]
 
@@ -526,10 +519,15 @@ class Scheduler:
             chosen = self._preempt(pod, statuses)
             if chosen is not None:
                 return chosen
-        self._park(pod)
-        if self.keep_log:
-            self._record("pending", pod.task, "", _summary(statuses))
+        self._park(pod, statuses)
         return None
+
+    def why(self, pod: SimPod) -> str:
+        """Why a waiting pod fits nowhere: how many nodes failed for each reason at its last try."""
+        reasons: dict[str, int] = {}
+        for status in self._why.get(pod.uid, {}).values():
+            reasons[status.reason] = reasons.get(status.reason, 0) + 1
+        return ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items())) or "no nodes"
 
     def _find_feasible(self, cycle: Cycle) -> tuple[list[str], dict[str, Status]]:
         names = list(self.state.nodes)
@@ -550,7 +548,6 @@ class Scheduler:
 
     def _bind(self, pod: SimPod, node: str) -> None:
         self.state.bind(pod, node)
-        self._record("bound", pod.task, node)
         # Like the QueueingHints on by default since v1.32: a new pod can only help the waiting pods whose
         # required affinity it satisfies, and pods with hard spread constraints.
         for uid in self._waiting_for(pod):
@@ -591,7 +588,6 @@ class Scheduler:
             return None
         name, victims = _pick_node_for_preemption(found)
         self.preemptions[pod.job] = self.preemptions.get(pod.job, 0) + 1
-        self._record("preempted", pod.task, name, ", ".join(v.task for v in victims))
         for victim in victims:
             self.delete(victim)
         # The preemptor is nominated to the node and tries it first on its next attempt.
@@ -653,15 +649,17 @@ class Scheduler:
         self._queued[pod.uid] = pod
         heapq.heappush(self._queue, (-pod.priority, next(self._arrival), pod.uid))
 
-    def _park(self, pod: SimPod) -> None:
+    def _park(self, pod: SimPod, statuses: dict[str, Status]) -> None:
         """The pod fits nowhere: it waits, filed by what a new pod must carry to help it."""
         self.pending[pod.uid] = pod
+        self._why[pod.uid] = statuses
         if pod.affinity or pod.hard_spread_count:
             anchors = pod.affinity_anchors if pod.affinity and not pod.hard_spread_count else None
             self._pending_by_anchors.setdefault(anchors or None, set()).add(pod.uid)
 
     def _unpark(self, uid: int) -> SimPod | None:
         pod = self.pending.pop(uid, None)
+        self._why.pop(uid, None)
         if pod is not None and (pod.affinity or pod.hard_spread_count):
             anchors = pod.affinity_anchors if pod.affinity and not pod.hard_spread_count else None
             waiting = self._pending_by_anchors[anchors or None]
@@ -680,10 +678,6 @@ class Scheduler:
             self._static[key] = {}
         return self._static[key]
 
-    def _record(self, kind: str, pod: str, node: str = "", detail: str = "") -> None:
-        if self.keep_log:
-            self.log.append(Event(kind, pod, node, detail))
-
 
 def _pick_node_for_preemption(found: list[tuple[str, list[SimPod]]]) -> tuple[str, list[SimPod]]:
     """pickOneNodeForPreemption without PDBs: lowest highest-victim priority, lowest priority sum,
@@ -701,10 +695,3 @@ def _pick_node_for_preemption(found: list[tuple[str, list[SimPod]]]) -> tuple[st
     best = min(rank(item) for item in found)
     name, victims = next(item for item in found if rank(item) == best)
     return name, ordered(victims)
-
-
-def _summary(statuses: dict[str, Status]) -> str:
-    reasons: dict[str, int] = {}
-    for status in statuses.values():
-        reasons[status.reason] = reasons.get(status.reason, 0) + 1
-    return ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
