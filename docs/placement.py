@@ -4,10 +4,11 @@
     .venv/bin/python docs/placement.py --picture  # docs/placement.svg only
 
 The table: every example job under 50 random arrival orders on exactly the servers
-it needs, 20 node losses with a spare server, and the jobs of each overlay (built
-with kubectl's kustomize, as CI builds them) sharing one simulated cluster, with and
-without the PriorityClasses the overlays' profiles name (tests/simulation/cases.py
-says what each cell measures; tests/test_placement.py asserts the same figures).
+it needs; 20 runs with a spare server in which a PS is evicted and then a server is
+lost; and the jobs of each overlay (built with kubectl's kustomize, as CI builds them)
+sharing one simulated cluster, with and without the PriorityClasses the overlays'
+profiles name (tests/simulation/cases.py says what each cell measures;
+tests/test_placement.py asserts the same figures).
 The picture: where seed scene 1 case 2 (colocated) and scene 2 case 2 (isolated) land
 on unlabelled 80-core servers, pods created in a random order (seed 0).
 """

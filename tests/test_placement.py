@@ -1,5 +1,6 @@
-"""Placement that holds on a busy cluster: every example job, under many arrival orders, after a
-node loss, and beside the other jobs of its overlay, on the scheduler model of tests/simulation.
+"""Placement that holds on a busy cluster: every example job, under many arrival orders, after a PS
+is evicted and a server lost, and beside the other jobs of its overlay, on the scheduler model of
+tests/simulation.
 
 The figures these tests assert are the table of docs/design.md ("What each topology
 guarantees"); a test checks the committed table is the one they produce. Every run is

@@ -18,7 +18,7 @@ from simulation import scenarios
 from simulation.objects import SimNode, nodes
 from simulation.scheduler import Scheduler
 from simulation.state import ClusterState
-from tfjobgen import backends, labels
+from tfjobgen import labels
 from tfjobgen.pods import Pod
 
 

@@ -3,12 +3,12 @@
 Each case renders example jobs with a profile and runs them on a simulated
 cluster of that profile's node shape, over many seeds:
 
-- arrival:   one job alone on exactly as many servers as it needs, its pods created in a random order;
+- arrival:     one job alone on exactly as many servers as it needs, its pods created in a random order;
 - replacement: the same job with a spare server (one per pool); once it is placed, one of its PS is
-             evicted and recreated, then a server running its pods fails and the pods it ran are
-             recreated;
-- shared:    every job of an overlay on one cluster, the pods of all jobs interleaved at random, with
-             the PriorityClasses the overlay's profile names, and once more without them.
+               evicted and recreated, then a server running its pods fails and the pods it ran are
+               recreated;
+- shared:      every job of an overlay on one cluster, the pods of all jobs interleaved at random, with
+               the PriorityClasses the overlay's profile names, and once more without them.
 
 A run is good when every pod is placed and every job's layout holds (scenarios.verdicts).
 `figures()` computes every cell of the table in docs/design.md; `table()` writes it.
@@ -17,14 +17,13 @@ A run is good when every pod is placed and every job's layout holds (scenarios.v
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import yaml
 
-from tfjobgen import emit, pipeline, source
+from tfjobgen import emit, pipeline
 
 from .objects import PriorityClass, SimNode, nodes, priority_classes
 from .scenarios import Run, Workload, arrive, evict, lose_node, verdicts

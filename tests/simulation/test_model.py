@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from simulation.objects import AdmissionError, PriorityClass, SimNode, nodes
+from simulation.objects import AdmissionError, PriorityClass, Service, SimNode, nodes
 from simulation.scheduler import Cycle, Scheduler, num_feasible_nodes_to_find
 from simulation.state import ClusterState
-from simulation.objects import Service
 from tfjobgen.pods import Pod
 
 HOST = "kubernetes.io/hostname"
