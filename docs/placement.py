@@ -1,71 +1,96 @@
-"""Draw docs/placement.svg: where the seed's cases land, from the real generated objects.
+"""Placement figures and picture, from the real generated objects on the scheduler model of tests/simulation.
 
-    .venv/bin/python docs/placement.py
+    .venv/bin/python docs/placement.py            # the table in docs/design.md and docs/placement.svg (about a minute)
+    .venv/bin/python docs/placement.py --picture  # docs/placement.svg only
 
-Renders jobs/scene1-case2.yaml (colocated) and jobs/scene2-case2.yaml (isolated)
-with the default profile, places their pods with the scheduler model the tests
-use (tests/scheduling.py) on unlabelled 80-core servers, and draws one box per
-server with its pods inside.
+The table: every example job under 50 random arrival orders on exactly the servers
+it needs; 20 runs with a spare server in which a PS is evicted and then a server is
+lost; and the jobs of each overlay (built with kubectl's kustomize, as CI builds them)
+sharing one simulated cluster, with and without the PriorityClasses the overlays'
+profiles name (tests/simulation/cases.py says what each cell measures;
+tests/test_placement.py asserts the same figures).
+The picture: where seed scene 1 case 2 (colocated) and scene 2 case 2 (isolated) land
+on unlabelled 80-core servers, pods created in a random order (seed 0).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "generator"), str(REPO / "tests")]
 
-import scheduling  # noqa: E402
-from tfjobgen import backends, emit, pipeline  # noqa: E402
+from simulation import cases, scenarios  # noqa: E402
+from tfjobgen.gitops.build import build_overlays  # noqa: E402
+from tfjobgen.gitops.tree import overlay_names  # noqa: E402
 
+DESIGN = REPO / "docs" / "design.md"
+TABLE_START, TABLE_END = "<!-- placement table: start -->", "<!-- placement table: end -->"
 COLORS = {"ps": "#e8833a", "worker": "#3a7be8", "chief": "#3aa65a", "evaluator": "#8a5ad6"}
 CELL, GAP, SERVER_W, SERVER_H = 18, 3, 130, 86
 
 
-def placed(job: str, servers: int) -> list[scheduling.Node]:
-    intents, _ = pipeline.load_intents([str(REPO / "jobs" / job)])
-    expansion = pipeline.expand(intents, pipeline.load_profile(None))
-    task_pods = backends.pods_of(emit.kustomize_order(expansion.objects[0]))
-    cluster = scheduling.nodes(servers)
-    assert scheduling.schedule(task_pods, cluster) == [], f"{job}: pods left pending"
-    return cluster
+def write_table() -> None:
+    started = time.monotonic()
+    builds = build_overlays(REPO, overlay_names(REPO))
+    failed = [f"{name}: " + "; ".join(p.format() for p in b.problems) for name, b in builds.items() if not b.ok]
+    if failed:
+        sys.exit("overlays failed to build:\n" + "\n".join(failed))
+
+    def progress(line: str) -> None:
+        print(f"[{time.monotonic() - started:5.1f}s] {line}", flush=True)
+
+    progress(f"built {', '.join(sorted(builds))}")
+    table = cases.table(cases.figures({name: b.objects for name, b in builds.items()}, progress))
+    text = DESIGN.read_text()
+    head, rest = text.split(TABLE_START)
+    _, tail = rest.split(TABLE_END)
+    DESIGN.write_text(f"{head}{TABLE_START}\n{table}{TABLE_END}{tail}")
+    print(table + "wrote the table in docs/design.md")
 
 
-def server_box(x: int, y: int, node: scheduling.Node, label: str) -> list[str]:
+def placed(job: str, servers: int) -> list[tuple[str, list]]:
+    """(server, its pods) after the job's pods arrive in a random order on unlabelled servers."""
+    run = scenarios.arrive(scenarios.Workload.of(cases.render(job)), cases.seed_cluster(servers), seed=0)
+    assert not run.pending, f"{job}: pods left pending"
+    return [(name, list(pods.values())) for name, pods in run.state.pods_on.items()]
+
+
+def server_box(x: int, y: int, pods: list, label: str) -> list[str]:
     out = [f'<rect x="{x}" y="{y}" width="{SERVER_W}" height="{SERVER_H}" rx="6" fill="#f6f6f6" stroke="#999"/>',
            f'<text x="{x + 6}" y="{y + 14}" font-size="11" fill="#444">{label}</text>']
-    ordered = sorted(node.pods, key=lambda p: (p.role != "ps", p.role, p.index))
+    ordered = sorted(pods, key=lambda p: (p.role != "ps", p.role, p.index))
     for n, pod in enumerate(ordered):
         cx, cy = x + 6 + (n % 6) * (CELL + GAP), y + 22 + (n // 6) * (CELL + GAP)
         out.append(f'<rect x="{cx}" y="{cy}" width="{CELL}" height="{CELL}" rx="3" fill="{COLORS[pod.role]}">'
-                   f'<title>{pod.hostname}</title></rect>')
+                   f'<title>{pod.name}</title></rect>')
         out.append(f'<text x="{cx + CELL / 2}" y="{cy + 12.5}" font-size="9" fill="white" '
                    f'text-anchor="middle">{pod.index}</text>')
     return out
 
 
-def panel(title: str, subtitle: str, cluster: list[scheduling.Node], top: int, per_row: int) -> tuple[list[str], int]:
+def panel(title: str, subtitle: str, servers: list[tuple[str, list]], top: int, per_row: int) -> tuple[list[str], int]:
     out = [f'<text x="10" y="{top + 16}" font-size="14" font-weight="bold">{title}</text>',
            f'<text x="10" y="{top + 32}" font-size="11" fill="#555">{subtitle}</text>']
-    for i, node in enumerate(cluster):
+    for i, (_, pods) in enumerate(servers):
         x, y = 10 + (i % per_row) * (SERVER_W + 10), top + 42 + (i // per_row) * (SERVER_H + 10)
-        out += server_box(x, y, node, f"server {i}")
-    rows = (len(cluster) + per_row - 1) // per_row
+        out += server_box(x, y, pods, f"server {i}")
+    rows = (len(servers) + per_row - 1) // per_row
     return out, top + 42 + rows * (SERVER_H + 10) + 10
 
 
-def main() -> None:
+def draw_picture() -> None:
     parts, top = [], 0
-    scene1 = placed("scene1-case2.yaml", 5)
     section, top = panel("colocated: seed scene 1, case 2 (5 PS, 50 workers, 5 servers)",
                          "each server runs PS i (orange) and workers 10i..10i+9 (blue); no node was labelled",
-                         scene1, top, 5)
+                         placed("scene1-case2", 5), top, 5)
     parts += section
-    scene2 = placed("scene2-case2.yaml", 10)
     section, top = panel("isolated: seed scene 2, case 2 (5 PS, 50 workers, 10 servers)",
-                         "PS alone on their servers, workers on the others, never mixed",
-                         scene2, top, 5)
+                         "PS alone on their servers, workers packed ten to a server, never mixed",
+                         placed("scene2-case2", 10), top, 5)
     parts += section
     legend_y = top + 4
     for n, (role, color) in enumerate(COLORS.items()):
@@ -77,6 +102,15 @@ def main() -> None:
            + "\n".join(parts) + "\n</svg>\n")
     (REPO / "docs" / "placement.svg").write_text(svg)
     print(f"wrote docs/placement.svg ({width}x{height})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--picture", action="store_true", help="draw docs/placement.svg only")
+    args = parser.parse_args()
+    draw_picture()
+    if not args.picture:
+        write_table()
 
 
 if __name__ == "__main__":

@@ -8,9 +8,9 @@ import sys
 from conftest import REPO
 
 
-def _regenerated(script: str, output: str, tmp_path) -> tuple[str, str]:
+def _regenerated(script: str, output: str, tmp_path, *args: str) -> tuple[str, str]:
     committed = (REPO / output).read_text()
-    subprocess.run([sys.executable, str(REPO / script)], check=True, capture_output=True)
+    subprocess.run([sys.executable, str(REPO / script), *args], check=True, capture_output=True)
     fresh = (REPO / output).read_text()
     (REPO / output).write_text(committed)  # leave the working tree as it was
     return committed, fresh
@@ -22,8 +22,8 @@ def test_field_reference_matches_the_schemas(tmp_path):
 
 
 def test_placement_picture_matches_the_generator(tmp_path):
-    committed, fresh = _regenerated("docs/placement.py", "docs/placement.svg", tmp_path)
-    assert committed == fresh, "docs/placement.svg is stale: run .venv/bin/python docs/placement.py"
+    committed, fresh = _regenerated("docs/placement.py", "docs/placement.svg", tmp_path, "--picture")
+    assert committed == fresh, "docs/placement.svg is stale: run .venv/bin/python docs/placement.py --picture"
 
 
 def test_the_seed_scenes_table_in_plan_md_is_what_tfjobgen_plan_says():

@@ -84,7 +84,8 @@ def test_build_is_deterministic(built_overlays):
 
 
 def test_overlays_patch_intents_before_expansion(overlay_objects):
-    """prod-96c patches replicas and node pools, and pins an image tag with the standard `images:` field."""
+    """prod-96c patches replicas and pins an image tag with the standard `images:` field; its profile's
+    isolatedPools give the isolated deeprec-ctr its node pools."""
     prod = {s.name: s for s in describe.jobs(overlay_objects["prod-96c"])}
     seed = {s.name: s for s in describe.jobs(overlay_objects["seed-80c"])}
     assert seed["wide-deep"].roles["worker"].replicas == 32 and prod["wide-deep"].roles["worker"].replicas == 48

@@ -2,8 +2,8 @@
 
 The placement predictions are held to measurements: benchmarks/runtime/results/balance.json
 holds bytes per PS that real TensorFlow reported (docs/runtime.md); tests/runtime/
-test_plan_prediction.py runs fresh ones. Capacity is held to tests/scheduling.py,
-the scheduler model the topology tests use.
+test_plan_prediction.py runs fresh ones. Capacity is held to tests/simulation,
+the kube-scheduler model the topology tests use.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import struct
 
 import pytest
 
-import scheduling
 from conftest import JOBS, REPO, need, render, run_tfjobgen
 from tfjobgen import backends, pipeline, schema
 from tfjobgen.planner import advice as advice_lib
+from simulation import scenarios
+from simulation.objects import nodes as sim_nodes
 from tfjobgen.planner import capacity, placement, report, traffic, variables
 from tfjobgen.runtime import sharding
 from tfjobgen.runtime import variables as layout
@@ -148,11 +149,13 @@ def test_nodes_needed_are_the_seeds_servers_and_the_scheduler_model_agrees(scene
     job, profile = _job(path)
     needed = capacity.capacity(job, profile).own
     assert needed.nodes == {capacity.NO_POOL: servers} and needed.pending == ()
-    pods = backends.pods_of(render(path))
-    assert scheduling.schedule(pods, scheduling.nodes(servers)) == []
+    workload = scenarios.Workload.of(render(path))
+    assert scenarios.arrive(workload, sim_nodes(servers), seed=0).pending == []
     if servers > 1:
         short = servers - 1
-        pending = scheduling.schedule(backends.pods_of(render(path)), scheduling.nodes(short))
+        # Which isolated role waits depends on arrival order; the plan counts tasks in the order the
+        # job lists them (PS first), so the scheduler model gets that order too.
+        pending = scenarios.arrive(workload, sim_nodes(short), seed=0, shuffle=False).pending
         with_count = _count_profile(short)
         predicted = capacity.capacity(job, with_count).own.pending
         assert sum(len(p.indexes) for p in predicted) == len(pending) > 0

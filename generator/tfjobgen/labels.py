@@ -7,6 +7,8 @@ from .model import TrainingJob
 JOB = "tfjobgen.dev/job"
 ROLE = "tfjobgen.dev/role"
 INDEX = "tfjobgen.dev/index"
+# colocated: the PS a pod belongs with (PS g and workers g*k .. g*k+k-1, k = workersPerServer).
+GROUP = "tfjobgen.dev/group"
 # Pod annotation: the intent's topology mode, so a summary reads it back without guessing from affinity.
 TOPOLOGY = "tfjobgen.dev/topology"
 # Kubernetes' own label on pods of an Indexed Job (GA in 1.32, on by default since 1.28).
@@ -51,5 +53,6 @@ def role_selector(job: TrainingJob, *roles: str) -> dict:
     }
 
 
-def task_selector(job: TrainingJob, role: str, index: int) -> dict:
-    return {"matchLabels": {JOB: job.name, ROLE: role, INDEX: str(index)}}
+def group_selector(job: TrainingJob, role: str, group: int) -> dict:
+    """A labelSelector for the job's pods of `role` in colocated group `group`."""
+    return {"matchLabels": {GROUP: str(group), JOB: job.name, ROLE: role}}

@@ -20,6 +20,7 @@ from . import backends, container, model, names, plan, qos, schema, source, topo
 from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND
 from .profile import ClusterProfile, cluster_profile, default_profile
+from .profile import check as check_profile
 
 GROUP = model.API_VERSION.split("/")[0]
 
@@ -102,12 +103,15 @@ def load_profile(path: str | None) -> ClusterProfile:
 
 def profile_from(data: dict, file: str = "", document: source.Document | None = None) -> ClusterProfile:
     problems = schema.check(data, schema.CLUSTER_PROFILE)
+    profile = None if problems else cluster_profile(data)
+    if profile is not None:
+        problems = check_profile(profile)
     if problems:
         raise InvalidInput([
             p.located(file, document.line_of(p.field) if document else 0,
                       ResourceRef(model.API_VERSION, PROFILE_KIND, str(data.get("metadata", {}).get("name", ""))))
             for p in problems])
-    return cluster_profile(data)
+    return profile
 
 
 # ---- validate ---------------------------------------------------------------

@@ -130,6 +130,10 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
     }
     if place.affinity:
         spec["affinity"] = place.affinity
+    if place.topology_spread:
+        spec["topologySpreadConstraints"] = list(place.topology_spread)
+    if place.priority_class:
+        spec["priorityClassName"] = place.priority_class
     node_selector = {**place.node_selector, **cpu_nodes}
     if node_selector:
         spec["nodeSelector"] = node_selector
@@ -139,5 +143,6 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
     if job.service_account:
         spec["serviceAccountName"] = job.service_account
     qos.apply(spec, job, role)
-    metadata = {"annotations": {labels.TOPOLOGY: job.topology.mode}, "labels": labels.for_task(job, role, index)}
+    metadata = {"annotations": {labels.TOPOLOGY: job.topology.mode},
+                "labels": {**labels.for_task(job, role, index), **place.labels}}
     return {"metadata": metadata, "spec": spec}

@@ -6,11 +6,12 @@ spec is the embedded default (the seed's 80-core / 256 GiB nodes, no pools).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from . import quantity, schema
 from .model import API_VERSION
+from .problems import Problem
 
 KIND = "ClusterProfile"
 
@@ -35,6 +36,8 @@ class ClusterProfile:
     node: NodeShape
     node_count: int | None  # nodes roles without a pool can use, when the profile says
     node_pools: dict[str, NodePool]
+    isolated_pools: dict[str, str]  # role -> pool, for isolated jobs that name none
+    priority_classes: dict[str, str]  # "ps" | "worker" -> PriorityClass name
     cpu_manager_selector: dict[str, str]
     cpu_manager_tolerations: tuple[dict, ...]
     cluster_domain: str
@@ -47,6 +50,7 @@ class ClusterProfile:
     run_as_group: int
     fs_group: int
     allow_no_jobs: bool
+    embedded: bool = False  # the built-in default, which describes no real cluster
 
     def node_for(self, pool: str | None) -> NodeShape:
         """Shape of the nodes a role runs on."""
@@ -80,6 +84,8 @@ def cluster_profile(document: dict) -> ClusterProfile:
             )
             for name, pool in sorted(spec["nodePools"].items())
         },
+        isolated_pools=dict(spec["isolatedPools"]),
+        priority_classes=dict(spec["priorityClasses"]),
         cpu_manager_selector=dict(spec["cpuManager"]["nodeSelector"]),
         cpu_manager_tolerations=tuple(spec["cpuManager"]["tolerations"]),
         cluster_domain=spec["clusterDomain"],
@@ -95,9 +101,29 @@ def cluster_profile(document: dict) -> ClusterProfile:
     )
 
 
+def check(profile: ClusterProfile) -> list[Problem]:
+    """What the schema cannot say: how the profile's own fields fit together."""
+    problems = []
+    for role, pool in sorted(profile.isolated_pools.items()):
+        if pool not in profile.node_pools:
+            known = ", ".join(profile.node_pools) or "none"
+            problems.append(Problem(f"no node pool '{pool}' in spec.nodePools (pools: {known})",
+                                    f"spec.isolatedPools.{role}"))
+    classes = profile.priority_classes
+    if "worker" in classes and "ps" not in classes:
+        problems.append(Problem(
+            "set ps as well: without it PS and chiefs get the cluster's default priority, which may be below "
+            "their own workers'", "spec.priorityClasses"))
+    elif classes.get("ps") is not None and classes.get("ps") == classes.get("worker"):
+        problems.append(Problem(
+            f"ps and worker both name '{classes['ps']}': a PS can only preempt pods of lower priority, so name "
+            "a class of lower value for workers, or leave worker unset", "spec.priorityClasses.worker"))
+    return problems
+
+
 DEFAULT_DOCUMENT = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "default"}, "spec": {}}
 
 
 def default_profile() -> ClusterProfile:
     """The embedded default: 80-core / 256 GiB nodes, no pools, cluster.local, port 2222."""
-    return cluster_profile(DEFAULT_DOCUMENT)
+    return replace(cluster_profile(DEFAULT_DOCUMENT), embedded=True)

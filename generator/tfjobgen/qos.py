@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from . import topology
 from .model import TrainingJob
 from .problems import Problem
 from .profile import ClusterProfile
@@ -75,12 +76,14 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
             problems.append(Problem(
                 f"the limit {describe_cpu(role.cpu_limit)} is below the request {describe_cpu(role.cpu)}",
                 f"{where}.cpuLimit"))
-        pool = job.topology.node_pools.get(role.name)
+        pool = topology.pools(job, profile).get(role.name)
         if job.qos == "cpuset" and pool in profile.node_pools:
             pool_selector = profile.node_pools[pool].node_selector
+            own = role.name in job.topology.node_pools  # else the profile's isolatedPools chose it
+            named = f"node pool '{pool}'" if own else f"node pool '{pool}' (the profile's isolatedPools.{role.name})"
             for key, value in sorted(profile.cpu_manager_selector.items()):
                 if key in pool_selector and pool_selector[key] != value:
                     problems.append(Problem(
-                        f"node pool '{pool}' selects {key}={pool_selector[key]} but the CPU-manager nodes "
-                        f"have {key}={value}: no node can satisfy both", f"spec.topology.nodePools.{role.name}"))
+                        f"{named} selects {key}={pool_selector[key]} but the CPU-manager nodes have {key}={value}: "
+                        "no node can satisfy both", f"spec.topology.nodePools.{role.name}" if own else "spec.qos"))
     return problems

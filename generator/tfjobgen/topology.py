@@ -1,14 +1,32 @@
-"""Placement: where each task may run, from spec.topology, with no hand-labelled nodes.
+"""Placement: where each task may run, from spec.topology and the profile, with no hand-labelled nodes.
 
-Everything is pod (anti-)affinity on kubernetes.io/hostname against the job's
-own labels, so the scheduler finds the servers itself:
+Every rule is pod (anti-)affinity on kubernetes.io/hostname against the pods'
+own labels, so the scheduler finds the servers itself. The rules are chosen so
+that the layout holds whatever order the pods arrive in (docs/design.md has the
+guarantees and the scheduler simulation's figures):
 
-- colocated: PS repel each other (one per server); worker w needs PS w // k on
-  its server, k = workersPerServer. The seed's 20 x (10 + 1) comes out as
-  20 servers each holding PS i and workers 10i..10i+9.
-- isolated:  PS repel PS and workers, workers repel PS: no server mixes them.
-- spread:    PS repel PS, preferred (weighted) or required.
-- none:      no rule.
+- colocated: PS g and the workers of its group (worker w is in group
+  w // workersPerServer) carry the label tfjobgen.dev/group=g. A PS keeps off
+  servers with pods of other tfjobgen jobs or of its own job's other groups,
+  and, the rule being symmetric, keeps them off its server afterwards: the
+  room beside it stays its group's. Workers need their group's PS on their server.
+- isolated: PS repel the job's PS and workers; workers repel the job's PS and
+  prefer servers that already run the job's workers, so they pack and leave
+  whole servers free for a PS that comes late or is replaced.
+- spread:   PS repel PS, preferred (weighted) or required.
+- none:     no rule.
+
+Colocated PS and isolated workers also set one topology spread constraint (the
+job's PS across servers, ScheduleAnyway), which weighs nothing where the rules
+already keep PS one to a server. A pod that sets constraints of its own gets no
+system default spreading, which would otherwise pull the job's pods apart (its
+headless Service selects them all): it would undo the packing of isolated
+workers and send a replaced colocated PS away from its group.
+
+Optional node pools add a nodeSelector and tolerations per role; isolated jobs
+get the profile's isolatedPools for roles they name no pool for. The profile's
+priorityClasses name a class for PS and chief pods and one for workers and
+evaluators, so a pending PS can preempt workers in its way.
 """
 
 from __future__ import annotations
@@ -23,80 +41,141 @@ from .profile import ClusterProfile
 from .quantity import describe_bytes, describe_cpu
 
 HOSTNAME = "kubernetes.io/hostname"
+REQUIRED, PREFERRED = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
+# Isolated workers' preference for servers with the job's workers. The scheduler normalises the
+# inter-pod affinity score across servers, so the weight only counts against other preferred terms.
+PACKING_WEIGHT = 100
+# The profile's priorityClasses key for each role's pods.
+PRIORITY_CLASS_OF = {"ps": "ps", "chief": "ps", "worker": "worker", "evaluator": "worker"}
 
 
 @dataclass(frozen=True)
 class Placement:
-    """Where one task's pod may run."""
+    """Where one task's pod may run, and how it competes for a server."""
 
     affinity: dict = field(default_factory=dict)
     node_selector: dict = field(default_factory=dict)
     tolerations: tuple[dict, ...] = ()
+    topology_spread: tuple[dict, ...] = ()
+    priority_class: str | None = None
+    labels: dict = field(default_factory=dict)  # pod labels the rules select on (the colocated group)
 
 
-def group_of(job: TrainingJob, worker_index: int) -> int:
-    """colocated: the PS whose server worker `worker_index` shares (the seed's INDEX = i // 10)."""
-    return worker_index // job.topology.workers_per_server
+def group_of(job: TrainingJob, role: str, index: int) -> int:
+    """colocated: the group of PS `index` (its own) or of worker `index` (the seed's INDEX = i // 10)."""
+    return index if role == "ps" else index // job.topology.workers_per_server
 
 
 def roles_needing_own_objects(job: TrainingJob) -> set[str]:
     """Roles whose tasks differ in placement or are selected by index, so each task needs its own object."""
     if job.topology.mode == "colocated":
-        return {"ps", "worker"}  # workers follow their PS by its index label
+        return {"ps", "worker"}  # each PS and each worker names its own group
     return set()
 
 
-def _term(selector: dict) -> dict:
-    return {"labelSelector": selector, "topologyKey": HOSTNAME}
+def pools(job: TrainingJob, profile: ClusterProfile) -> dict[str, str]:
+    """role -> node pool name: the job's own choice, else (isolated jobs) the profile's default."""
+    chosen = dict(job.topology.node_pools)
+    if job.topology.mode == "isolated":
+        for role, pool in profile.isolated_pools.items():
+            if role in job.roles:
+                chosen.setdefault(role, pool)
+    return chosen
+
+
+def _term(selector: dict, **scope) -> dict:
+    return {"labelSelector": selector, "topologyKey": HOSTNAME, **scope}
+
+
+def _other_jobs(job: TrainingJob) -> dict:
+    """A term for every tfjobgen pod of another job, in any namespace (namespaceSelector {})."""
+    return _term({"matchExpressions": [{"key": labels.JOB, "operator": "Exists"},
+                                       {"key": labels.JOB, "operator": "NotIn", "values": [job.name]}]},
+                 namespaceSelector={})
+
+
+def _other_groups(job: TrainingJob, group: int) -> dict:
+    """A term for the job's pods outside group `group` (its other PS and workers, its chief, its evaluator)."""
+    return _term({"matchExpressions": [{"key": labels.GROUP, "operator": "NotIn", "values": [str(group)]}],
+                  "matchLabels": labels.job_selector(job)})
 
 
 def _affinity(job: TrainingJob, role: str, index: int) -> dict:
     mode = job.topology.mode
     if mode == "colocated" and role == "ps":
-        return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            _term(labels.role_selector(job, "ps"))]}}
+        return {"podAntiAffinity": {REQUIRED: [_other_jobs(job), _other_groups(job, index)]}}
     if mode == "colocated" and role == "worker":
-        return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            _term(labels.task_selector(job, "ps", group_of(job, index)))]}}
+        return {"podAffinity": {REQUIRED: [_term(labels.group_selector(job, "ps", group_of(job, role, index)))]}}
     if mode == "isolated" and role == "ps":
-        return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            _term(labels.role_selector(job, "ps", "worker"))]}}
+        return {"podAntiAffinity": {REQUIRED: [_term(labels.role_selector(job, "ps", "worker"))]}}
     if mode == "isolated" and role == "worker":
-        return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            _term(labels.role_selector(job, "ps"))]}}
+        return {"podAffinity": {PREFERRED: [{"podAffinityTerm": _term(labels.role_selector(job, "worker")),
+                                             "weight": PACKING_WEIGHT}]},
+                "podAntiAffinity": {REQUIRED: [_term(labels.role_selector(job, "ps"))]}}
     if mode == "spread" and role == "ps":
         term = _term(labels.role_selector(job, "ps"))
         if job.topology.spread == "required":
-            return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-        return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": job.topology.spread_weight, "podAffinityTerm": term}]}}
+            return {"podAntiAffinity": {REQUIRED: [term]}}
+        return {"podAntiAffinity": {PREFERRED: [{"podAffinityTerm": term, "weight": job.topology.spread_weight}]}}
     return {}
 
 
+def _topology_spread(job: TrainingJob, role: str) -> tuple[dict, ...]:
+    """The constraint that replaces the scheduler's system default spreading (see the module docstring)."""
+    if (job.topology.mode, role) in (("colocated", "ps"), ("isolated", "worker")):
+        return ({"labelSelector": labels.role_selector(job, "ps"), "maxSkew": 1, "topologyKey": HOSTNAME,
+                 "whenUnsatisfiable": "ScheduleAnyway"},)
+    return ()
+
+
 def placement(job: TrainingJob, profile: ClusterProfile, role: str, index: int) -> Placement:
-    pool_name = job.topology.node_pools.get(role)
+    pool_name = pools(job, profile).get(role)
     pool = profile.node_pools[pool_name] if pool_name else None
+    grouped = job.topology.mode == "colocated" and role in ("ps", "worker")
     return Placement(
         affinity=_affinity(job, role, index),
         node_selector=dict(pool.node_selector) if pool else {},
         tolerations=pool.tolerations if pool else (),
+        topology_spread=_topology_spread(job, role),
+        priority_class=profile.priority_classes.get(PRIORITY_CLASS_OF[role]),
+        labels={labels.GROUP: str(group_of(job, role, index))} if grouped else {},
     )
 
+
+# ---- checks -------------------------------------------------------------------------------------
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     problems = _check_pools(job, profile)
     if problems:
         return problems
+    chosen = pools(job, profile)
     for role in job.roles.values():
-        node = profile.node_for(job.topology.node_pools.get(role.name))
+        node = profile.node_for(chosen.get(role.name))
         if role.cpu > node.cpu or role.memory > node.memory:
             problems.append(Problem(
                 f"one {role.name} ({describe_cpu(role.cpu)} CPU, {describe_bytes(role.memory)}) does not fit "
                 f"on a node ({describe_cpu(node.cpu)} CPU, {describe_bytes(node.memory)} in profile "
-                f"'{profile.name}')", f"spec.roles.{role.name}"))
+                f"'{profile.name}'{_pool_note(job, profile, role.name)})", f"spec.roles.{role.name}"))
     if job.topology.mode == "colocated" and not problems:
         problems += _check_colocated(job, profile)
-    return problems
+    return problems + _relies_on_profile(job, profile)
+
+
+def _relies_on_profile(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
+    """Warnings where a topology needs something the profile does not give (a real profile's only)."""
+    if profile.embedded or job.topology.mode != "colocated" or "ps" in profile.priority_classes:
+        return []
+    return [Problem(
+        "on a cluster shared with other jobs a colocated PS can wait indefinitely for a server free of their "
+        f"pods: name a PS PriorityClass in profile '{profile.name}' (spec.priorityClasses.ps) so it preempts "
+        "workers in its way", "spec.topology.mode", severity=WARNING)]
+
+
+def _pool_note(job: TrainingJob, profile: ClusterProfile, role: str) -> str:
+    pool = pools(job, profile).get(role)
+    if pool is None:
+        return ""
+    return f", node pool '{pool}'" + ("" if role in job.topology.node_pools else " from the profile's isolatedPools")
 
 
 def _check_pools(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
@@ -109,11 +188,11 @@ def _check_pools(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
             problems.append(Problem(
                 f"no node pool '{pool}' in profile '{profile.name}' (pools: {known})",
                 f"spec.topology.nodePools.{role}"))
-    pools = job.topology.node_pools
-    if job.topology.mode == "colocated" and pools.get("ps") != pools.get("worker"):
+    chosen = job.topology.node_pools
+    if job.topology.mode == "colocated" and chosen.get("ps") != chosen.get("worker"):
         problems.append(Problem(
             "colocated puts PS and workers on the same servers, so they need the same node pool "
-            f"(ps: {pools.get('ps') or 'any'}, worker: {pools.get('worker') or 'any'})",
+            f"(ps: {chosen.get('ps') or 'any'}, worker: {chosen.get('worker') or 'any'})",
             "spec.topology.nodePools"))
     return problems
 
@@ -132,17 +211,19 @@ def _check_colocated(job: TrainingJob, profile: ClusterProfile) -> list[Problem]
         problems.append(Problem(
             f"PS {groups_needed}..{ps.replicas - 1} get no workers beside them: {worker.replicas} workers "
             f"fill {groups_needed} groups of {per_server}", "spec.roles.ps.replicas", severity=WARNING))
-    node = profile.node_for(job.topology.node_pools.get("ps"))
+    pool = job.topology.node_pools.get("ps")
+    node = profile.node_for(pool)
     group = min(per_server, worker.replicas)
     cpu, memory = ps.cpu + group * worker.cpu, ps.memory + group * worker.memory
     if cpu > node.cpu or memory > node.memory:
         fits = min((node.cpu - ps.cpu) // worker.cpu, (node.memory - ps.memory) // worker.memory)
         remedy = f"lower workersPerServer to {fits} or shrink the tasks" if fits >= 1 else \
             "not even one worker fits beside the PS: shrink the tasks"
+        where = f"node pool '{pool}' of profile '{profile.name}'" if pool else f"profile '{profile.name}'"
         problems.append(Problem(
             f"a colocated group is 1 PS ({describe_cpu(ps.cpu)} CPU, {describe_bytes(ps.memory)}) + {group} "
             f"workers ({describe_cpu(worker.cpu)} CPU, {describe_bytes(worker.memory)} each) = "
             f"{describe_cpu(cpu)} CPU, {describe_bytes(memory)}, more than one node holds "
-            f"({describe_cpu(node.cpu)} CPU, {describe_bytes(node.memory)} in profile '{profile.name}'): {remedy}",
+            f"({describe_cpu(node.cpu)} CPU, {describe_bytes(node.memory)} in {where}): {remedy}",
             "spec.topology.workersPerServer"))
     return problems

@@ -22,7 +22,7 @@ from conftest import REPO, need
 
 CRD_DIR = REPO.parent / "shared" / "crds"
 PLUGIN_YAML = REPO / "argocd" / "plugin" / "plugin.yaml"
-# Small jobs that still cover the overlays' patches (prod-96c patches deeprec-ctr and wide-deep).
+# Small jobs that still cover the overlays' patches (prod-96c patches wide-deep) and pools (deeprec-ctr).
 SMALL_JOBS = ("deeprec-starserver.yaml", "scene2-case1.yaml", "wide-deep.yaml")
 COPIED = ("generator", "plugins", "bases", "overlays", "schemas", "argocd")
 PYTHON_BIN = str(Path(sys.executable).parent)

@@ -128,7 +128,7 @@ def test_check_names_stale_files_and_the_command_that_fixes_them(repo):
 def test_retiring_a_job_that_an_overlay_patches_needs_the_patch_removed_too(hydrated):
     (hydrated / "jobs" / "wide-deep.yaml").unlink()
     write_job_list(hydrated)
-    refused(hydrated, "overlays/prod-96c/kustomization.yaml:18: patches[1].target.name: this patch targets "
+    refused(hydrated, "overlays/prod-96c/kustomization.yaml:12: patches[0].target.name: this patch targets "
                       "TrainingJob 'wide-deep', which no file in jobs/ defines")
 
 
@@ -197,14 +197,14 @@ def test_an_overlay_patch_of_a_field_that_does_not_exist_is_refused_at_the_patch
     kustomization = hydrated / "overlays" / "prod-96c" / "kustomization.yaml"
     kustomization.write_text(kustomization.read_text().replace("/spec/roles/worker/replicas",
                                                                "/spec/roles/worker/replicaz"))
-    refused(hydrated, "overlays/prod-96c/kustomization.yaml:21: spec.roles.worker.replicaz: unknown field "
+    refused(hydrated, "overlays/prod-96c/kustomization.yaml:15: spec.roles.worker.replicaz: unknown field "
                       "'replicaz'", "set by this overlay's patch; jobs/wide-deep.yaml has no such field")
 
 
 def test_an_overlay_patch_of_a_job_that_does_not_exist_is_refused(hydrated):
     kustomization = hydrated / "overlays" / "prod-96c" / "kustomization.yaml"
     kustomization.write_text(kustomization.read_text().replace("name: wide-deep}", "name: wide-dep}"))
-    refused(hydrated, "overlays/prod-96c/kustomization.yaml:18: patches[1].target.name: this patch targets "
+    refused(hydrated, "overlays/prod-96c/kustomization.yaml:12: patches[0].target.name: this patch targets "
                       "TrainingJob 'wide-dep', which no file in jobs/ defines, so it changes nothing")
 
 

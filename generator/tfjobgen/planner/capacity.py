@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from .. import topology
 from ..model import TrainingJob
 from ..profile import ClusterProfile, NodeShape
 from ..quantity import describe_bytes, describe_cpu
@@ -123,9 +124,9 @@ def _milli(cpu: Fraction) -> int:
 
 
 def pool_of(job: TrainingJob, profile: ClusterProfile, role: str) -> str | None:
-    """The node pool a role's tasks run in (None: any node). The one place capacity reads it, so
-    pools chosen elsewhere (a profile's default per role, say) reach every count through here."""
-    return job.topology.node_pools.get(role)
+    """The node pool a role's tasks run in (None: any node): the job's own choice, else the
+    profile's default (topology.pools). The one place capacity reads it."""
+    return topology.pools(job, profile).get(role)
 
 
 def capacity(job: TrainingJob, profile: ClusterProfile) -> Capacity:
