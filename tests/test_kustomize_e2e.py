@@ -16,6 +16,7 @@ from collections import Counter
 
 import pytest
 
+from cluster_dns import ClusterDNS
 from conftest import OVERLAYS, REPO, kubectl, kustomize_build, load_yaml_stream
 from tfjobgen import backends, describe, labels
 
@@ -66,14 +67,18 @@ def test_strict_validation_can_fail():
 
 
 def test_every_tf_config_names_the_pod_it_runs_in(overlay_objects):
-    """After the kubelet expands the env, each pod's TF_CONFIG lists every role and points `task` at itself."""
+    """After the kubelet expands the env, each pod's TF_CONFIG points `task` at itself, and its own address
+    reaches it through the pod's DNS search path (tests/test_tf_config.py checks every address)."""
     for overlay, objects in overlay_objects.items():
-        for pod in backends.pods_of(objects):
+        pods = backends.pods_of(objects)
+        dns = ClusterDNS(objects, pods)
+        for pod in pods:
             tf_config = json.loads(pod.env["TF_CONFIG"])
             task = tf_config["task"]
             assert (task["type"], task["index"]) == (pod.role, pod.index)
-            own = tf_config["cluster"][task["type"]][task["index"]]
-            assert own.startswith(pod.fqdn + "."), f"{overlay}: {pod.hostname} would dial {own}"
+            if pod.role != "evaluator":  # outside the training cluster, as TensorFlow wants it
+                own = tf_config["cluster"][task["type"]][task["index"]]
+                assert dns.resolve(own.rsplit(":", 1)[0], pod.namespace) is pod, f"{overlay}: {pod.task} dials {own}"
             assert pod.unresolved == []
 
 
@@ -91,7 +96,7 @@ def test_overlays_patch_intents_before_expansion(overlay_objects):
     images = {o["spec"]["template"]["spec"]["containers"][0]["image"]
               for o in overlay_objects["prod-96c"]
               if o["kind"] == "Job" and o["metadata"]["labels"][labels.JOB] == "wide-deep"}
-    assert images == {"registry.example.com/ml/tfjobgen-runtime:0.1.0-prod"}
+    assert images == {"mirror.prod.example.com/ml/tfjobgen-runtime:0.1.0-prod"}, "the profile's mirror, same path"
     deeprec_ps = next(o for o in overlay_objects["prod-96c"] if o["metadata"]["name"] == "deeprec-ctr-ps")
     assert deeprec_ps["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "ps-highmem", "cpu-manager-policy": "static"}
 

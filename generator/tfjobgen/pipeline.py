@@ -16,10 +16,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends, container, model, names, plan, qos, schema, source, topology, tuning
+from . import backends, container, labels, lifecycle, limits, model, names, plan, qos, schema, source, topology, tuning
 from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND
-from .profile import ClusterProfile, cluster_profile, default_profile
+from .profile import ClusterProfile, ProfileSource, cluster_profile, default_profile
 
 GROUP = model.API_VERSION.split("/")[0]
 
@@ -107,7 +107,19 @@ def profile_from(data: dict, file: str = "", document: source.Document | None = 
             p.located(file, document.line_of(p.field) if document else 0,
                       ResourceRef(model.API_VERSION, PROFILE_KIND, str(data.get("metadata", {}).get("name", ""))))
             for p in problems])
-    return cluster_profile(data)
+    return cluster_profile(data, ProfileSource(file, document))
+
+
+# Rules about the profile alone, checked once per build rather than once per job. A concern
+# module with such rules lists its `check_profile(profile) -> problems` here.
+PROFILE_CHECKS = (qos.check_profile, tuning.check_profile)
+
+
+def check_profile(profile: ClusterProfile) -> list[Problem]:
+    """Every profile rule, each problem placed at the profile's file and line when it has them."""
+    ref = ResourceRef(model.API_VERSION, PROFILE_KIND, profile.name)
+    return [p.located(profile.origin.file, profile.origin.line_of(p.field), ref)
+            for check in PROFILE_CHECKS for p in check(profile)]
 
 
 # ---- validate ---------------------------------------------------------------
@@ -118,10 +130,13 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
     if problems:
         return None, [intent.locate(p) for p in problems]
     job = model.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
-    for check in (names.check, container.check):
+    backend = backends.get(job.backend)
+    for check in (names.check, labels.check, container.check):
         problems += check(job)
-    for check in (qos.check, topology.check, tuning.check, backends.get(job.backend).check):
+    for check in (qos.check, topology.check, tuning.check, lifecycle.check, backend.check):
         problems += check(job, profile)
+    if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right
+        problems += limits.check(job, profile, backend.naming)
     problems = [intent.locate(p) for p in problems]
     return (None if has_errors(problems) else job), problems
 
@@ -169,7 +184,7 @@ def expand(intents: list[Intent], profile: ClusterProfile, others: list[dict] = 
 
     `others` are the build's other objects: a generated object may not take one's name.
     """
-    jobs, problems = [], []
+    jobs, problems = [], check_profile(profile)
     for intent in intents:
         job, found = validate(intent, profile)
         jobs.append(job)
