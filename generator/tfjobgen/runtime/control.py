@@ -272,12 +272,14 @@ class ChiefServer:
 
     def abort(self, reason: str, linger: float) -> list[str]:
         """Tell every task to stop: ABORT on every connection, now and for up to `linger` s to tasks that
-        connect meanwhile. Returns the tasks that never said BYE to it."""
+        connect meanwhile. Waits for a BYE from every task connected now and from every task never seen
+        yet (it may still be starting); one that came and went is gone. Returns those still awaited."""
         deadline = time.monotonic() + linger
         with self.lock:
             self.aborting = " ".join(reason.split())[:_MAX_LINE // 2]  # one line, well within a read
             while True:
-                waiting = [n for n, s in self.tasks.items() if not s.acknowledged]
+                waiting = [n for n, s in self.tasks.items()
+                           if not s.acknowledged and (s.connected or s.connection == 0)]
                 left = deadline - time.monotonic()
                 if not waiting or left <= 0:
                     return waiting

@@ -21,10 +21,10 @@ import os
 import sys
 import threading
 
+from ..contract import PERMANENT_EXIT_CODES
 from . import control, events
 from .errors import EXIT_ABORTED, EXIT_CHIEF_GONE, EXIT_OK
 from .settings import Task
-from ..contract import PERMANENT_EXIT_CODES
 
 # Seconds the chief keeps saying ABORT, unless every task has answered sooner: long enough for a task
 # still importing TensorFlow (5 s on an idle node, 20 s on a busy one) to connect and hear it.
