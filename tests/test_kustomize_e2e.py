@@ -133,6 +133,18 @@ def test_if_the_function_is_skipped_the_intents_come_out_unchanged(tmp_path):
     assert len(objects) == len([p for p in (REPO / "jobs").glob("*.yaml") if p.name != "kustomization.yaml"])
 
 
+def test_a_profile_rule_names_the_line_of_the_users_profile_not_kustomizes_copy(tmp_path):
+    """kustomize hands the plugin a temporary copy of the profile; the error points at the user's file."""
+    profile = (REPO / "overlays" / "seed-80c" / "cluster-profile.yaml").read_text()
+    overlay = _copy_overlay(tmp_path, profile.replace("reservedCpus: 1", "reservedCpus: 0"))
+    line = next(i for i, text in enumerate(profile.splitlines(), 1) if "reservedCpus" in text)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    proc = kustomize_build(overlay)
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert f"overlays/x/cluster-profile.yaml:{line}: spec.node.reservedCpus: the kubelet refuses the static CPU " \
+           "manager policy without a CPU reservation" in proc.stderr, proc.stderr
+
+
 def test_an_invalid_job_stops_the_whole_build_with_its_file_and_line(tmp_path):
     overlay = _copy_overlay(tmp_path)
     job = tmp_path / "jobs" / "wide-deep.yaml"
