@@ -115,4 +115,5 @@ def as_dict(result: RunResult, job: str, counts: dict[str, int]) -> dict:
         "max_over_mean": round(placement[1], 4) if placement else None,
         "tasks": result.tasks, "leftovers": result.leftovers, "interrupted": result.interrupted,
         "failed_for_good": result.failed_for_good, "ended_after": result.ended_after,
+        "ended_after_by_task": result.ended_after_by_task,
     }

@@ -99,6 +99,7 @@ class RunResult:
     tasks: dict[str, dict] = field(default_factory=dict)  # name -> state, restarts, exit code, log
     failed_for_good: dict = field(default_factory=dict)  # the first task that did: task, exit_code, message, time
     ended_after: float | None = None  # seconds from then until the last task ended (None: some did not)
+    ended_after_by_task: dict[str, float] = field(default_factory=dict)  # the same, per task
     leftovers: list[int] = field(default_factory=list)
     seconds: float = 0.0
     interrupted: bool = False
@@ -358,8 +359,9 @@ class Supervisor:
                    if s.state == "waiting" or (s.process is not None and s.process.returncode is None)]
         message = self.failure_message or "the chief stopped every task"
         if not running:
-            last = max([s.ended_at or self.failed_at for s in self.states.values()])
-            self.result.ended_after = round(max(last - self.failed_at, 0.0), 2)
+            self.result.ended_after_by_task = {s.task.name: round(max((s.ended_at or self.failed_at) - self.failed_at,
+                                                                      0.0), 2) for s in self.states.values()}
+            self.result.ended_after = max(self.result.ended_after_by_task.values())
             return False, f"{message}; every task ended within {self.result.ended_after:.1f} s"
         if time.monotonic() - self.failed_at > END_GRACE:
             names = ", ".join(s.task.name for s in running)
@@ -374,7 +376,13 @@ class Supervisor:
         return None
 
     def _own_program_finished(self) -> tuple[bool, str]:
-        return True, "the chief's program exited 0; the remaining tasks were stopped"
+        return True, f"the chief's program exited 0; the remaining tasks were stopped ({self._in_a_cluster()})"
+
+    def _in_a_cluster(self) -> str:
+        """What would end a program's leftover PS in a cluster."""
+        deadline = self.lifecycle.deadline_seconds
+        return (f"in a cluster their Jobs end at the deadline, {deadline} s" if deadline else
+                "in a cluster nothing would end them; validation warns")
 
     def _check_finish(self) -> tuple[bool, str] | None:
         running = [s for s in self.states.values() if s.process and s.process.returncode is None]
@@ -383,7 +391,7 @@ class Supervisor:
             # A job's own program: done when every trainer exited 0 (PS never exit on their own).
             trainers = [s for s in self.states.values() if s.task.role in ("chief", "worker")]
             if trainers and all(s.state == "done" for s in trainers):
-                return True, "every worker exited 0; the PS were stopped (they never exit on their own)"
+                return True, f"every worker exited 0; the PS were stopped ({self._in_a_cluster()})"
             return None
         if self.chief_finished_at is None:
             return None
