@@ -106,8 +106,36 @@ CASES = {
         job(**{WORKER: "    worker: {replicas: 4, cpu: 2, memory: 4Gi, threads: {interOp: 1}}"}),
         ["spec.roles.worker.threads.interOp: a tf2 worker with one inter-op thread deadlocks"]),
     "tf2 without a chief": (
-        job(**{"    chief: {cpu: 1, memory: 2Gi}\n": ""}),
-        ["spec.roles.chief: api tf2 (ParameterServerStrategy) needs a chief"]),
+        job(**{"    chief: {cpu: 1, memory: 2Gi}\n": "", IMAGE: IMAGE + "\n  api: tf2"}),
+        ["spec.roles.chief: api tf2 (ParameterServerStrategy) needs a chief to coordinate: add spec.roles.chief "
+         "with cpu and memory, or use api: tf1 (worker 0 is then the chief)"]),
+    # metadata as the API server judges it
+    "a label key Kubernetes refuses": (
+        job(**{NAME: NAME + "\n  labels: {'Bad Key!': x}"}),
+        ["job.yaml:5: metadata.labels.Bad Key!: label key 'Bad Key!' is not valid: 'Bad Key!' has characters "
+         "Kubernetes does not allow"]),
+    "a label value over 63 characters": (
+        job(**{NAME: NAME + "\n  labels: {team: " + "x" * 73 + "}"}),
+        ["job.yaml:5: metadata.labels.team: label value '" + "x" * 73 + "' is not valid (it has 73 characters)"]),
+    "an annotation key with an empty prefix": (
+        job(**{NAME: NAME + "\n  annotations: {/note: x}"}),
+        ["job.yaml:5: metadata.annotations./note: annotation key '/note' is not valid: the prefix before '/' is "
+         "empty"]),
+    # sizes that cannot start
+    "memory without a unit": (
+        job(**{WORKER: "    worker: {replicas: 4, cpu: 2, memory: 1}"}),
+        ["job.yaml:10: spec.roles.worker.memory: 1 is 1 byte(s); a TensorFlow task needs at least 256Mi "
+         "(importing TensorFlow alone takes about 600 MB): did you mean 1Gi?"]),
+    "a cluster spec too long for one environment string": (
+        job(**{PS: "    ps: {replicas: 250, cpu: 4, memory: 8Gi}",
+               WORKER: "    worker: {replicas: 5000, cpu: 2, memory: 4Gi}",
+               NAME: "  name: a-long-name-for-a-very-large-training-job"}),
+        ["spec.roles.worker.replicas: TF_CONFIG of a pod would be ", "Linux refuses one environment string over "
+         "131,072 bytes (MAX_ARG_STRLEN), so no container could start: with 250 PS at most "]),
+    # failure policy
+    "a permanent exit code out of range": (
+        job(**{IMAGE: IMAGE + "\n  command: [python, train.py]\n  failurePolicy: {permanentExitCodes: [0]}"}),
+        ["spec.failurePolicy.permanentExitCodes[0]: 0 is out of range: must be at least 1"]),
     "StarServer under tf2": (
         job(**{IMAGE: IMAGE + "\n  protocol: star_server\n  api: tf2"}),
         ["spec.api: protocol star_server needs api tf1"]),
@@ -227,3 +255,41 @@ def test_a_bad_profile_is_named_too(tmp_path):
     proc = run_tfjobgen("validate", "job.yaml", "--profile", "profile.yaml", cwd=tmp_path)
     assert proc.returncode == 1
     assert "profile.yaml:5: spec.ports.grpc: 80 is out of range: must be at least 1024" in proc.stderr
+
+
+def test_profile_rules_are_reported_once_per_build_at_the_profile(tmp_path):
+    (tmp_path / "a.yaml").write_text(GOOD)
+    (tmp_path / "b.yaml").write_text(job(**{NAME: "  name: other"}))
+    proc = run_tfjobgen("validate", str(tmp_path), cwd=tmp_path)  # the embedded profile names no CPU-manager nodes
+    assert proc.returncode == 0
+    lines = [line for line in proc.stderr.splitlines() if "names no CPU-manager nodes" in line]
+    assert len(lines) == 1 and lines[0].startswith("ClusterProfile default: warning: spec.cpuManager.nodeSelector:")
+    (tmp_path / "profile.yaml").write_text(textwrap.dedent("""\
+        apiVersion: tfjobgen.dev/v1alpha1
+        kind: ClusterProfile
+        metadata: {name: p}
+        spec:
+          node: {cpu: 80, memory: 256Gi}
+          cpuManager: {nodeSelector: {cpu-manager-policy: static}}
+        """))
+    proc = run_tfjobgen("validate", str(tmp_path / "a.yaml"), "--profile", "profile.yaml", cwd=tmp_path)
+    assert proc.returncode == 0
+    assert ("profile.yaml:5: warning: spec.node.reservedCpus: spec.node.cpu (80) is taken as what pods get, but the "
+            "static CPU manager needs the kubelet to reserve at least one CPU") in proc.stderr
+    (tmp_path / "profile.yaml").write_text((tmp_path / "profile.yaml").read_text().replace(
+        "cpu: 80,", "cpu: 80, reservedCpus: 0,"))
+    proc = run_tfjobgen("render", str(tmp_path / "a.yaml"), "--profile", "profile.yaml", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "profile.yaml:5: spec.node.reservedCpus: the kubelet refuses the static CPU manager policy without a " \
+           "CPU reservation" in proc.stderr
+
+
+def test_capacity_is_what_pods_get_after_the_reserved_cpus(tmp_path):
+    from conftest import REPO
+
+    (tmp_path / "job.yaml").write_text(job(**{PS: "    ps: {replicas: 2, cpu: 80, memory: 8Gi}"}))
+    seed = str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml")  # 80 cores, 1 reserved
+    proc = run_tfjobgen("validate", "job.yaml", "--profile", seed, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "spec.roles.ps: one ps (80 CPU, 8Gi) does not fit on a node (79 CPU, 256Gi in profile 'seed-80c')" \
+        in proc.stderr

@@ -35,6 +35,10 @@ OTHER = {
 }
 
 
+# A profile with nothing to warn about (CPU-manager nodes named, their reserved CPU said).
+PROFILE = yaml.safe_load((REPO / "overlays" / "seed-80c" / "cluster-profile.yaml").read_text())
+
+
 def _resource_list(*items, config=None) -> str:
     resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
                      "items": [copy.deepcopy(i) for i in items]}  # shared dicts would become YAML aliases
@@ -55,7 +59,7 @@ def _job(**changes) -> dict:
 
 
 def test_intents_are_expanded_and_everything_else_passes_through():
-    text = _resource_list(OTHER, _job(), OTHER | {"metadata": OTHER["metadata"] | {"name": "after"}})
+    text = _resource_list(OTHER, _job(), OTHER | {"metadata": OTHER["metadata"] | {"name": "after"}}, config=PROFILE)
     output, code = krm.run_resource_list(text, str(REPO), stderr=io.StringIO())
     assert code == 0
     [result] = load_yaml_stream(output)
@@ -89,8 +93,7 @@ def test_invalid_intent_gives_results_and_a_nonzero_exit():
     output, code = krm.run_resource_list(_resource_list(OTHER, bad), str(REPO), stderr=stderr)
     assert code == 1
     [result] = load_yaml_stream(output)
-    [entry] = result["results"]
-    assert entry["severity"] == "error"
+    [entry] = [r for r in result["results"] if r["severity"] == "error"]
     assert entry["resourceRef"] == {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "TrainingJob",
                                     "name": "wide-deep", "namespace": "ml-training"}
     assert entry["field"] == {"path": "spec.roles.worker.cpu"}
@@ -168,3 +171,17 @@ def _path_with_venv() -> dict:
 def test_krm_usage(args, tmp_path):
     proc = run_tfjobgen("krm", *args, stdin="", cwd=tmp_path)
     assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr
+
+
+def test_a_profile_rule_is_reported_once_per_build_at_the_profile():
+    """Rules about the profile alone are checked once, not once per job, and point at the profile."""
+    second = _job(**{"metadata.name": "wide-deep-2"})
+    ports = PROFILE | {"spec": PROFILE["spec"] | {"ports": {"grpc": 2300, "control": 2300}}}
+    output, code = krm.run_resource_list(_resource_list(_job(), second, config=ports), str(REPO), io.StringIO())
+    [result] = load_yaml_stream(output)
+    [entry] = result["results"]
+    assert code == 1 and entry["severity"] == "error"
+    assert entry["resourceRef"] == {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile", "name": "seed-80c"}
+    assert entry["field"] == {"path": "spec.ports.control"}
+    assert "port 2300 is also the grpc port" in entry["message"]
+    assert result["items"] and not any(i["kind"] == "Job" for i in result["items"]), "nothing generated"

@@ -16,6 +16,7 @@ from collections import Counter
 
 import pytest
 
+from cluster_dns import ClusterDNS
 from conftest import OVERLAYS, REPO, kubectl, kustomize_build, load_yaml_stream
 from tfjobgen import backends, describe, labels
 
@@ -66,14 +67,18 @@ def test_strict_validation_can_fail():
 
 
 def test_every_tf_config_names_the_pod_it_runs_in(overlay_objects):
-    """After the kubelet expands the env, each pod's TF_CONFIG lists every role and points `task` at itself."""
+    """After the kubelet expands the env, each pod's TF_CONFIG points `task` at itself, and its own address
+    reaches it through the pod's DNS search path (tests/test_tf_config.py checks every address)."""
     for overlay, objects in overlay_objects.items():
-        for pod in backends.pods_of(objects):
+        pods = backends.pods_of(objects)
+        dns = ClusterDNS(objects, pods)
+        for pod in pods:
             tf_config = json.loads(pod.env["TF_CONFIG"])
             task = tf_config["task"]
             assert (task["type"], task["index"]) == (pod.role, pod.index)
-            own = tf_config["cluster"][task["type"]][task["index"]]
-            assert own.startswith(pod.fqdn + "."), f"{overlay}: {pod.hostname} would dial {own}"
+            if pod.role != "evaluator":  # outside the training cluster, as TensorFlow wants it
+                own = tf_config["cluster"][task["type"]][task["index"]]
+                assert dns.resolve(own.rsplit(":", 1)[0], pod.namespace) is pod, f"{overlay}: {pod.task} dials {own}"
             assert pod.unresolved == []
 
 
@@ -92,7 +97,7 @@ def test_overlays_patch_intents_before_expansion(overlay_objects):
     images = {o["spec"]["template"]["spec"]["containers"][0]["image"]
               for o in overlay_objects["prod-96c"]
               if o["kind"] == "Job" and o["metadata"]["labels"][labels.JOB] == "wide-deep"}
-    assert images == {"registry.example.com/ml/tfjobgen-runtime:0.1.0-prod"}
+    assert images == {"mirror.prod.example.com/ml/tfjobgen-runtime:0.1.0-prod"}, "the profile's mirror, same path"
     deeprec_ps = next(o for o in overlay_objects["prod-96c"] if o["metadata"]["name"] == "deeprec-ctr-ps")
     assert deeprec_ps["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "ps-highmem", "cpu-manager-policy": "static"}
 
@@ -127,6 +132,18 @@ def test_if_the_function_is_skipped_the_intents_come_out_unchanged(tmp_path):
     objects = load_yaml_stream(proc.stdout)
     assert {o["kind"] for o in objects} == {"TrainingJob"}
     assert len(objects) == len([p for p in (REPO / "jobs").glob("*.yaml") if p.name != "kustomization.yaml"])
+
+
+def test_a_profile_rule_names_the_line_of_the_users_profile_not_kustomizes_copy(tmp_path):
+    """kustomize hands the plugin a temporary copy of the profile; the error points at the user's file."""
+    profile = (REPO / "overlays" / "seed-80c" / "cluster-profile.yaml").read_text()
+    overlay = _copy_overlay(tmp_path, profile.replace("reservedCpus: 1", "reservedCpus: 0"))
+    line = next(i for i, text in enumerate(profile.splitlines(), 1) if "reservedCpus" in text)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    proc = kustomize_build(overlay)
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert f"overlays/x/cluster-profile.yaml:{line}: spec.node.reservedCpus: the kubelet refuses the static CPU " \
+           "manager policy without a CPU reservation" in proc.stderr, proc.stderr
 
 
 def test_an_invalid_job_stops_the_whole_build_with_its_file_and_line(tmp_path):

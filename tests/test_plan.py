@@ -209,8 +209,13 @@ def test_star_server_ratio_and_thread_advice(tmp_path):
     plan = report.make(job, profile, None)
     ratio = next(a for a in plan.advice if a.field == "spec.roles.ps.replicas")
     assert "80 workers on 4 PS is 20.0:1" in ratio.message and "9 PS" in ratio.message
-    threads = next(a for a in plan.advice if a.field == "spec.roles.ps.threads.intraOp")
-    assert "set intraOp to 16" in threads.message  # 24 CPUs less 8 polling network threads
+    # The default PS pool already leaves the 8 polling cores free (24 - 8 = 16 compute threads);
+    # a user who sets intraOp to the whole CPU limit is told to give the polling threads their cores.
+    assert not [a for a in plan.advice if a.field == "spec.roles.ps.threads.intraOp"]
+    job, profile = _job(_write(tmp_path, text.replace("ps: {replicas: 4,", "ps: {replicas: 4, threads: {intraOp: 24},")))
+    (threads,) = [a for a in report.make(job, profile, None).advice if a.field == "spec.roles.ps.threads.intraOp"]
+    assert "24 compute threads + 8 polling network threads on 24 CPUs" in threads.message
+    assert "set intraOp to 16" in threads.message
 
 
 def test_a_balanced_job_gets_no_partitioning_advice():
@@ -372,7 +377,9 @@ def test_the_unpartitioned_example_of_plan_md_shows_the_seeds_hot_ps():
 def test_node_pools_are_counted_apart_and_their_counts_bound_them(tmp_path):
     golden = REPO / "tests/golden/isolated-node-pools"
     profile_text = (golden / "profile.yaml").read_text().replace(
-        "      node: {cpu: 64, memory: 512Gi}", "      node: {cpu: 64, memory: 512Gi}\n      nodeCount: 1")
+        "      node: {cpu: 64, reservedCpus: 2, memory: 512Gi}",
+        "      node: {cpu: 64, reservedCpus: 2, memory: 512Gi}\n      nodeCount: 1")
+    assert "nodeCount: 1" in profile_text
     profile = _write(tmp_path, profile_text, "profile.yaml")
     job, loaded = _job(golden / "job.yaml", profile)
     found = capacity.capacity(job, loaded)

@@ -37,11 +37,21 @@ def test_shared_qos_requests_cpu_and_limits_memory_only():
 
 
 @pytest.mark.parametrize("job", ["wide-deep.yaml", "scene1-case1.yaml", "deeprec-starserver.yaml"])
-def test_thread_pools_equal_the_cpu_limit(job):
+def test_thread_pools_equal_the_cpu_limit_less_the_cores_polling_takes(job):
     for pod in _pods_of(JOBS / job):
         cpus = quantity.parse(pod.container["resources"]["limits"]["cpu"])
-        assert pod.env["TF_NUM_INTRAOP_THREADS"] == pod.env["TF_NUM_INTEROP_THREADS"] == str(cpus)
-        assert pod.env["OMP_NUM_THREADS"] == str(cpus)
+        polling = "PS_ENABLE_POLLING" if pod.role == "ps" else "WORKER_ENABLE_POLLING"
+        network = "NETWORK_PS_CORE_NUMBER" if pod.role == "ps" else "NETWORK_WORKER_CORE_NUMBER"
+        taken = int(pod.env[network]) if pod.env.get(polling) == "True" else 0  # a polling thread owns its core
+        assert pod.env["TF_NUM_INTRAOP_THREADS"] == pod.env["TF_NUM_INTEROP_THREADS"] == str(cpus - taken)
+        assert pod.env["OMP_NUM_THREADS"] == str(cpus - taken)
+
+
+def test_star_server_polling_cores_are_not_given_to_the_thread_pools_too():
+    """deeprec-starserver: 24-CPU PS whose 8 network threads poll: 16 are left for TensorFlow's pools."""
+    ps = next(p for p in _pods_of(JOBS / "deeprec-starserver.yaml") if p.role == "ps")
+    assert (ps.env["PS_ENABLE_POLLING"], ps.env["NETWORK_PS_CORE_NUMBER"]) == ("True", "8")
+    assert (ps.env["TF_NUM_INTRAOP_THREADS"], ps.env["TF_NUM_INTEROP_THREADS"]) == ("16", "16")
 
 
 def _small_job(tmp_path, worker: str, extra: str = "", api: str = "tf2"):
@@ -97,9 +107,11 @@ def test_endpoint_map_matches_tf_config_byte_for_byte_and_is_mounted_where_deepr
     cluster = json.loads(task_pods[0].env["TF_CONFIG"])["cluster"]
     addresses = [a for role in sorted(cluster) for a in cluster[role]]
     assert [line.split("=")[0] for line in lines] == addresses, "one line per task, left side == TF_CONFIG entry"
+    namespace = task_pods[0].namespace
     for line in lines:
         grpc, seastar = line.split("=")
-        assert grpc.rsplit(":", 1)[0] == seastar.rsplit(":", 1)[0] and seastar.endswith(":2223")
+        # The same pod, fully qualified: seastar resolves it itself, without the pod's search path.
+        assert seastar == f"{grpc.rsplit(':', 1)[0]}.{namespace}.svc.cluster.local:2223"
     for pod in task_pods:
         # Where the kubelet puts the file: the configMap volume's item path under its mountPath.
         mount = next(m for m in pod.container["volumeMounts"] if m["name"] == "cluster")

@@ -45,12 +45,16 @@ def _named(name: str, workers: int = 10) -> str:
             f"    worker: {{replicas: {workers}, cpu: 1, memory: 1Gi}}\n")
 
 
+def _errors(text: str, tmp_path) -> list:
+    return [p for p in problems_of(text, tmp_path) if p.is_error]
+
+
 def test_the_longest_generated_name_decides_the_limit(tmp_path):
     fits = "a" * (63 - len("-worker-9"))  # worker-9 is the longest generated name with 10 workers
-    assert problems_of(_named(fits), tmp_path) == []
-    [problem] = problems_of(_named(fits + "b"), tmp_path)
+    assert _errors(_named(fits), tmp_path) == []
+    [problem] = _errors(_named(fits + "b"), tmp_path)
     assert problem.field == "metadata.name" and "64 characters" in problem.message
-    assert [p.field for p in problems_of(_named(fits, workers=11), tmp_path)] == ["metadata.name"], "worker-10 is longer"
+    assert [p.field for p in _errors(_named(fits, workers=11), tmp_path)] == ["metadata.name"], "worker-10 is longer"
 
 
 def test_defaults_come_from_the_schema():
@@ -60,3 +64,44 @@ def test_defaults_come_from_the_schema():
     assert spec["topology"]["workersPerServer"] == 10 and spec["roles"]["chief"]["replicas"] == 1
     assert spec["training"]["model"]["hiddenUnits"] == [64, 32]
     assert "api" not in spec, "api's default depends on the protocol: the model decides it"
+
+
+# ---- image references on a mirror -----------------------------------------------------------
+
+@pytest.mark.parametrize("image, mirrored", [
+    # a registry named: replaced, the repository path, tag and digest kept
+    ("registry.example.com/ml/wide-deep:1.4", "mirror.example.com/hub/ml/wide-deep:1.4"),
+    ("localhost:5000/ml/x@sha256:" + "a" * 64, "mirror.example.com/hub/ml/x@sha256:" + "a" * 64),
+    ("gcr.io/project/image", "mirror.example.com/hub/project/image"),
+    # none named: Docker Hub's, whose single names live under library/
+    ("tensorflow/tensorflow:2.21.0", "mirror.example.com/hub/tensorflow/tensorflow:2.21.0"),
+    ("ubuntu:24.04", "mirror.example.com/hub/library/ubuntu:24.04"),
+    ("ubuntu", "mirror.example.com/hub/library/ubuntu"),
+    # already on the mirror: kept
+    ("mirror.example.com/hub/ml/x:1", "mirror.example.com/hub/ml/x:1"),
+])
+def test_an_image_registry_is_a_mirror_of_every_image(image, mirrored):
+    import dataclasses
+
+    from tfjobgen import container, pipeline
+    from tfjobgen.profile import default_profile
+
+    job = type("Job", (), {"image": image})()
+    mirror = dataclasses.replace(default_profile(), image_registry="mirror.example.com/hub")
+    assert container.image(job, mirror) == mirrored
+    assert container.image(job, pipeline.load_profile(None)) == image, "no imageRegistry: as written"
+
+
+# ---- labels and annotations as the API server judges them ------------------------------------
+
+@pytest.mark.parametrize("key, valid", [
+    ("team", True), ("app.kubernetes.io/name", True), ("example.com/Team_1.x", True), ("a" * 63, True),
+    ("Bad Key!", False), ("a" * 64, False), ("/team", False), ("Example.com/team", False),
+    ("team-", False), ("-team", False), ("a/b/c", False), ("x" * 254 + "/team", False),
+])
+def test_label_keys_follow_kubernetes(key, valid, tmp_path):
+    text = (f"apiVersion: tfjobgen.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: t\n  namespace: t\n"
+            f"  labels: {{'{key}': ok}}\nspec:\n  image: x/y:1\n  command: [python, t.py]\n  roles:\n"
+            f"    ps: {{replicas: 1, cpu: 1, memory: 1Gi}}\n    worker: {{replicas: 1, cpu: 1, memory: 1Gi}}\n")
+    errors = [p for p in problems_of(text, tmp_path) if p.is_error]
+    assert (errors == []) is valid, [p.message for p in errors]

@@ -51,8 +51,10 @@ def run_local(job: Path, *args: str, interrupt_at_step: int | None = None, deadl
                "--report", str(report), *args]
     env = {**os.environ, "PYTHONPATH": str(REPO / "generator")}
     started = time.monotonic()
+    # A shell that starts this script in the background ignores SIGINT, and its children would
+    # inherit that: give run-local the default handling back, or Ctrl-C could not be measured.
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines, interrupted_after = [], None
     for line in proc.stdout:
         lines.append(line)

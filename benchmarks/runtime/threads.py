@@ -28,6 +28,8 @@ import time
 from common import job_variant, machine, markdown, save
 
 from tfjobgen import backends, pipeline
+from tfjobgen.contract import PERMANENT_EXIT_CODES
+from tfjobgen.lifecycle import Lifecycle
 from tfjobgen.local import ports, tasks
 from tfjobgen.local.supervisor import Supervisor
 
@@ -108,7 +110,7 @@ def one_run(worker_cpus: tuple[int, ...], oversubscribed: bool, steps: int) -> d
                 marks["end"] = (step, time.monotonic(), marks["switches"].totals())
 
     supervisor = Supervisor(local, run_dir, run_dir, uses_runtime=True, chief="chief:0", target_steps=steps,
-                            restarts=0, on_event=on_event)
+                            lifecycle=Lifecycle(0, PERMANENT_EXIT_CODES, None), on_event=on_event)
     result = supervisor.run()
     if not result.ok or "end" not in marks:
         raise SystemExit(f"run failed: {result.message}")

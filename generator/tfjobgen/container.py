@@ -20,14 +20,27 @@ _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _SHELL_SYNTAX = re.compile(r"[;&|`$<>(){}\n*?~]|\s")
 
 
+DOCKER_HUB_OFFICIAL = "library"  # Docker Hub's path for single-name images (ubuntu is library/ubuntu)
+
+
+def split_reference(reference: str) -> tuple[str, str]:
+    """(registry host, the rest) of an image reference, by the Docker reference grammar: the first
+    part is a registry only when a '/' follows it and it has a '.' or ':' or is localhost;
+    otherwise the image is Docker Hub's ('' here), single names under `library/`."""
+    first, slash, rest = reference.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        return first, rest
+    name = reference.split("@", 1)[0].split(":", 1)[0]
+    return "", reference if "/" in name else f"{DOCKER_HUB_OFFICIAL}/{reference}"
+
+
 def image(job: TrainingJob, profile: ClusterProfile) -> str:
-    """The image reference, pulled from the profile's registry when it names none."""
-    reference = job.image
-    if not profile.image_registry:
-        return reference
-    first = reference.split("/", 1)[0]
-    names_registry = "/" in reference and ("." in first or ":" in first or first == "localhost")
-    return reference if names_registry else f"{profile.image_registry}/{reference}"
+    """The image reference; with the profile's imageRegistry, the same repository on that mirror:
+    its registry host replaced (Docker Hub's when it names none), path, tag and digest kept."""
+    mirror = profile.image_registry
+    if not mirror or job.image.startswith(mirror + "/"):
+        return job.image
+    return f"{mirror}/{split_reference(job.image)[1]}"
 
 
 def command(job: TrainingJob) -> list[str]:

@@ -28,6 +28,11 @@ API_ENV = "TFJOBGEN_API"  # tf2 | tf1
 PROTOCOL_ENV = "TFJOBGEN_PROTOCOL"  # grpc | star_server | star_server_lite
 CONTROL_ADDRESS_ENV = "TFJOBGEN_CONTROL_ADDRESS"  # the chief's control server (runtime only)
 TRAINING_ENV = "TFJOBGEN_TRAINING"  # spec.training as JSON (runtime only)
+EVALUATOR_ENV = "TFJOBGEN_EVALUATOR"  # "1" when the job has an evaluator (runtime only: the chief admits it)
+RETRIES_ENV = "TFJOBGEN_TASK_RETRIES"  # failures a task may have before it fails for good (runtime only)
+# How often this task failed before (an Indexed Job's failure-count annotation, read through the
+# downward API); "" when its controller does not say (a Job of one task). Runtime only.
+FAILURES_ENV = "TFJOBGEN_TASK_FAILURES"
 INTRA_OP_ENV = "TF_NUM_INTRAOP_THREADS"
 INTER_OP_ENV = "TF_NUM_INTEROP_THREADS"
 OMP_ENV = "OMP_NUM_THREADS"
@@ -59,4 +64,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # training failed; a restart may help (a lost PS, a missing task)
 EXIT_SETUP = 2  # the configuration is wrong; a restart will not help
 EXIT_CHIEF_GONE = 3  # the chief stayed unreachable for too long
+EXIT_ABORTED = 4  # another task failed for good and the chief stopped this one
 EXIT_INTERRUPTED = 130
+# Exits after which a new pod cannot do better: they fail the whole job at once (lifecycle.py).
+PERMANENT_EXIT_CODES = (EXIT_SETUP, EXIT_CHIEF_GONE, EXIT_ABORTED)

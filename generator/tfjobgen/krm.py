@@ -29,7 +29,7 @@ import sys
 from . import emit, locate, pipeline, source
 from .pipeline import Intent
 from .problems import ERROR, InvalidInput, Problem, has_errors
-from .profile import ClusterProfile
+from .profile import ClusterProfile, ProfileSource
 
 _DOC_SPLIT = re.compile(r"^---[ \t]*$\n?", re.MULTILINE)
 # A cheap test on kustomize's canonical YAML (top-level keys start a line) before parsing.
@@ -148,7 +148,7 @@ def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int
 def run_legacy_plugin(config_path: str, text: str, root: str, stderr=sys.stderr) -> tuple[str, int]:
     """kustomize exec plugin: objects as a YAML stream in and out; only intents are parsed."""
     try:
-        profile = pipeline.load_profile(config_path)
+        profile = _users_profile(pipeline.load_profile(config_path), root)
         chunks = [c for c in _DOC_SPLIT.split(text) if c.strip()]
         items: list = []
         for chunk in chunks:
@@ -175,6 +175,15 @@ def run_legacy_plugin(config_path: str, text: str, root: str, stderr=sys.stderr)
         if isinstance(item, str):
             out.append("---\n" + item)
     return "".join(out), 0
+
+
+def _users_profile(profile: ClusterProfile, root: str) -> ClusterProfile:
+    """The profile, its problems placed in the user's file: kustomize passes a legacy plugin a
+    temporary copy of its config (kust-plugin-config-*), whose lines are kustomize's, not the user's."""
+    if not os.path.basename(profile.origin.file).startswith("kust-plugin-config-"):
+        return profile
+    found = locate.find_profile(root, profile.name)
+    return dataclasses.replace(profile, origin=ProfileSource(*found)) if found else profile
 
 
 def main(argv: list[str]) -> int:

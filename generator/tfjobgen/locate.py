@@ -67,3 +67,33 @@ def find_intents(root: str, limit: int = 2000) -> dict[tuple[str, str], tuple[st
                 key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
                 found.setdefault(key, (_display_path(path), document))
     return found
+
+
+def find_profile(root: str, name: str) -> tuple[str, source.Document] | None:
+    """The file (as the user knows it) and document of ClusterProfile `name` among the local
+    `transformers:` of the kustomization in root: kustomize hands a legacy plugin a temporary
+    copy of it, whose lines are not the user's."""
+    for kustomization in _KUSTOMIZATION_FILES:
+        path = os.path.join(root, kustomization)
+        if not os.path.isfile(path):
+            continue
+        try:
+            data = source.parse_documents(source.read_text(path), path)[0].data
+        except (InvalidInput, IndexError):
+            return None
+        entries = data.get("transformers") if isinstance(data, dict) else None
+        for entry in entries if isinstance(entries, list) else []:
+            candidate = os.path.normpath(os.path.join(root, entry)) if isinstance(entry, str) else ""
+            if not os.path.isfile(candidate):
+                continue
+            try:
+                documents = source.parse_documents(source.read_text(candidate), candidate)
+            except InvalidInput:
+                continue
+            for document in documents:
+                found = document.data if isinstance(document.data, dict) else {}
+                meta = found.get("metadata") if isinstance(found.get("metadata"), dict) else {}
+                if found.get("kind") == "ClusterProfile" and meta.get("name") == name:
+                    return _display_path(candidate), document
+        return None
+    return None

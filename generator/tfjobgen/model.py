@@ -100,6 +100,7 @@ class TrainingJob:
     topology: Topology
     star_server: StarServer
     backoff_limit_per_task: int
+    permanent_exit_codes: tuple[int, ...]  # spec.command only: exits that fail the job at once
     active_deadline_seconds: int | None
     service_account: str | None
     read_only_root_filesystem: bool
@@ -142,6 +143,11 @@ def _declared_model(spec: dict) -> DeclaredModel:
                                          v.get("lookupsPerStep")) for v in spec["variables"]),
     )
 
+def default_api(protocol: str, has_chief: bool) -> str:
+    """tf2 needs a chief to coordinate and ignores StarServer; everything else is tf1 between-graph,
+    where worker 0 is the chief when there is none (the seed's own shape)."""
+    return "tf2" if has_chief and protocol not in STAR_SERVER_PROTOCOLS else "tf1"
+
 
 def training_job(document: dict) -> TrainingJob:
     """Typed view of a schema-valid TrainingJob with defaults filled in."""
@@ -157,7 +163,7 @@ def training_job(document: dict) -> TrainingJob:
         command=tuple(spec["command"]) if "command" in spec else None,
         args=tuple(spec["args"]),
         env=tuple(spec["env"]),
-        api=spec.get("api") or ("tf1" if protocol in STAR_SERVER_PROTOCOLS else "tf2"),
+        api=spec.get("api") or default_api(protocol, "chief" in spec["roles"]),
         protocol=protocol,
         backend=spec["backend"],
         qos=spec["qos"],
@@ -178,6 +184,7 @@ def training_job(document: dict) -> TrainingJob:
             pin_worker_cores=star["pinWorkerCores"],
         ),
         backoff_limit_per_task=spec["failurePolicy"]["backoffLimitPerTask"],
+        permanent_exit_codes=tuple(sorted(spec["failurePolicy"]["permanentExitCodes"])),
         active_deadline_seconds=spec["failurePolicy"].get("activeDeadlineSeconds"),
         service_account=spec.get("serviceAccountName"),
         read_only_root_filesystem=spec["readOnlyRootFilesystem"],

@@ -25,6 +25,9 @@ class Naming:
     # The env source of the task index in a template that all tasks of a role share
     # (an Indexed Job's completion index, say): the `valueFrom` of an env entry.
     index_source: Callable[[str], dict]
+    # The env source, in such a shared template, of how often the task failed before (an
+    # Indexed Job's failure-count annotation); None when the controller does not say.
+    failures_source: dict | None = None
     # True when the controller writes TF_CONFIG into the pods itself (Kubeflow's TFJob).
     writes_tf_config: bool = False
     # The name of the TF server's container port (the TFJob operator reads `tfjob-port`).

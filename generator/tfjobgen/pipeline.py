@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends, container, model, names, plan, qos, schema, source, topology, tuning
+from . import backends, container, labels, lifecycle, limits, model, names, plan, qos, schema, source, topology, tuning
 from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND
-from .profile import ClusterProfile, cluster_profile, default_profile
-from .profile import check as check_profile
+from . import profile as profile_rules
+from .profile import ClusterProfile, ProfileSource, cluster_profile, default_profile
 
 GROUP = model.API_VERSION.split("/")[0]
 
@@ -102,16 +102,27 @@ def load_profile(path: str | None) -> ClusterProfile:
 
 
 def profile_from(data: dict, file: str = "", document: source.Document | None = None) -> ClusterProfile:
+    """A profile that fits its schema. Its rules (`check_profile`) are reported once per build by
+    `expand`, at the user's file and line, and no job is rendered against a profile with errors."""
     problems = schema.check(data, schema.CLUSTER_PROFILE)
-    profile = None if problems else cluster_profile(data)
-    if profile is not None:
-        problems = check_profile(profile)
     if problems:
         raise InvalidInput([
             p.located(file, document.line_of(p.field) if document else 0,
                       ResourceRef(model.API_VERSION, PROFILE_KIND, str(data.get("metadata", {}).get("name", ""))))
             for p in problems])
-    return profile
+    return cluster_profile(data, ProfileSource(file, document))
+
+
+# Rules about the profile alone, checked once per build rather than once per job. A concern
+# module with such rules lists its `check_profile(profile) -> problems` here.
+PROFILE_CHECKS = (profile_rules.check, qos.check_profile, tuning.check_profile)
+
+
+def check_profile(profile: ClusterProfile) -> list[Problem]:
+    """Every profile rule, each problem placed at the profile's file and line when it has them."""
+    ref = ResourceRef(model.API_VERSION, PROFILE_KIND, profile.name)
+    return [p.located(profile.origin.file, profile.origin.line_of(p.field), ref)
+            for check in PROFILE_CHECKS for p in check(profile)]
 
 
 # ---- validate ---------------------------------------------------------------
@@ -122,14 +133,17 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
     if problems:
         return None, [intent.locate(p) for p in problems]
     job = model.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
-    for check in (names.check, container.check):
+    backend = backends.get(job.backend)
+    for check in (names.check, labels.check, container.check):
         problems += check(job)
     if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
         from .planner import variables as declared_variables
 
         problems += declared_variables.check(job)
-    for check in (qos.check, topology.check, tuning.check, backends.get(job.backend).check):
+    for check in (qos.check, topology.check, tuning.check, lifecycle.check, backend.check):
         problems += check(job, profile)
+    if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right
+        problems += limits.check(job, profile, backend.naming)
     problems = [intent.locate(p) for p in problems]
     return (None if has_errors(problems) else job), problems
 
@@ -177,7 +191,9 @@ def expand(intents: list[Intent], profile: ClusterProfile, others: list[dict] = 
 
     `others` are the build's other objects: a generated object may not take one's name.
     """
-    jobs, problems = [], []
+    jobs, problems = [], check_profile(profile)
+    if has_errors(problems):  # every job's rules read the profile: a broken one checks no job
+        return Expansion([[] for _ in intents], _sorted(problems))
     for intent in intents:
         job, found = validate(intent, profile)
         jobs.append(job)

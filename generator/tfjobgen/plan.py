@@ -3,14 +3,15 @@
     JobPlan
       roles: RolePlan per role       replicas, and whether its tasks share one pod template
         tasks: TaskPlan per task     role, index, hostname, address, pod template
-      cluster: the TF cluster spec   every training task's address, in task order
+      cluster: the TF cluster spec   every training task's address (not the evaluator's), in task order
       config_data                    the job's ConfigMap (cluster spec, endpoint map)
 
 It is plain data: a backend only decides which Kubernetes objects carry these
 pod templates (native: batch/v1 Jobs). Names come from the backend's `Naming`
 (what its controller calls each pod), everything else from one concern module
 each: topology -> affinity and node pools, qos -> resources and CPU-manager
-nodes, tuning -> env, container -> image, command and security.
+nodes, tuning -> env, container -> image, command and security, lifecycle ->
+the restart policy (the failure rules themselves go on the backend's objects).
 
 Tasks of a role that share a template share the very same dict, so a job of
 thousands of tasks costs one template per role. Treat templates as read-only:
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from . import container, contract, labels, names, qos, topology, tuning
+from . import container, contract, labels, lifecycle, names, qos, topology, tuning
 from .model import TrainingJob
 from .naming import Naming
 from .profile import ClusterProfile
@@ -59,7 +60,7 @@ class JobPlan:
     profile: ClusterProfile
     naming: Naming
     roles: tuple[RolePlan, ...]
-    cluster: dict[str, tuple[str, ...]]  # role -> addresses, the TF cluster spec
+    cluster: dict[str, tuple[str, ...]]  # role -> addresses, the TF cluster spec (training roles only)
     config_data: dict[str, str]  # the job's ConfigMap: cluster spec, endpoint map
 
     @property
@@ -82,7 +83,7 @@ def build(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> JobPlan:
                      shared if shared is not None else pod_template(job, profile, naming, name, i))
             for i in range(spec.replicas))
         roles.append(RolePlan(name, spec.replicas, per_task, tasks))
-    config = {contract.CLUSTER_KEY: json.dumps(cluster, sort_keys=True, separators=(",", ":"))}
+    config = {contract.CLUSTER_KEY: tuning.cluster_json(cluster)}
     if job.uses_star_server:
         config[contract.ENDPOINT_MAP_KEY] = tuning.endpoint_map(job, profile, cluster)
     return JobPlan(job, profile, naming, tuple(roles), cluster, config)
@@ -124,7 +125,7 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
         "automountServiceAccountToken": False,  # the training needs no Kubernetes API access
         "containers": [training],
         "enableServiceLinks": False,  # no env var per Service in the namespace
-        "restartPolicy": "OnFailure",
+        "restartPolicy": lifecycle.RESTART_POLICY,  # a failed task gets a new pod, by the Job's rules
         "securityContext": container.pod_security_context(profile),
         "volumes": volumes,
     }

@@ -5,10 +5,12 @@ controller, which JobSet's child Jobs go through too):
 
 - an Indexed Job gets one pod per index, hostname `<job-name>-<index>`, the
   annotation and label batch.kubernetes.io/job-completion-index, and the env
-  var JOB_COMPLETION_INDEX appended to each container;
+  var JOB_COMPLETION_INDEX appended to each container; with backoffLimitPerIndex
+  also the annotation batch.kubernetes.io/job-index-failure-count (0 on a first pod);
 - env entries resolve in order: `value` with `$(VAR)` expanded from earlier
   entries (`$$` escapes, unknown references stay as written), `configMapKeyRef`
-  from the rendered ConfigMaps, `fieldRef` from the pod's metadata;
+  from the rendered ConfigMaps, `fieldRef` from the pod's metadata (an absent
+  label or annotation gives "", as the kubelet's downward API does);
 - command and args get the same `$(VAR)` expansion.
 
 `tfjobgen run-local` starts these pods as processes; the scheduler simulation
@@ -50,10 +52,6 @@ class Pod:
         return f"{self.role}:{self.index}"
 
     @property
-    def fqdn(self) -> str:
-        return f"{self.hostname}.{self.subdomain}.{self.namespace}.svc"
-
-    @property
     def container(self) -> dict:
         return self.spec["containers"][0]
 
@@ -85,7 +83,7 @@ def _resolve_env(container: dict, meta: dict, config_maps: dict, namespace: str)
         elif "fieldRef" in source:
             path = source["fieldRef"]["fieldPath"]
             match = _FIELD.match(path)
-            value = meta.get(match.group(1), {}).get(match.group(2)) if match else \
+            value = meta.get(match.group(1), {}).get(match.group(2), "") if match else \
                 {"metadata.name": meta.get("name"), "metadata.namespace": namespace}.get(path)
             if value is None:
                 missing.append(name)
@@ -137,8 +135,9 @@ def job_pods(job: dict, config_maps: dict, extra_labels: dict | None = None,
     pods = []
     for i in range(spec.get("completions", 1)):
         index = {labels.JOB_COMPLETION_INDEX: str(i)}
+        failures = {labels.JOB_INDEX_FAILURE_COUNT: "0"} if "backoffLimitPerIndex" in spec else {}
         pods.append(make_pod(name, namespace, template, config_maps, index=i, hostname=f"{name}-{i}",
                              extra_labels={**common_labels, **index},
-                             extra_annotations={**(extra_annotations or {}), **index},
+                             extra_annotations={**(extra_annotations or {}), **index, **failures},
                              extra_env=[{"name": "JOB_COMPLETION_INDEX", "value": str(i)}]))
     return pods

@@ -6,10 +6,10 @@ spec is the embedded default (the seed's 80-core / 256 GiB nodes, no pools).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from . import quantity, schema
+from . import quantity, schema, source
 from .model import API_VERSION
 from .problems import Problem
 
@@ -18,8 +18,20 @@ KIND = "ClusterProfile"
 
 @dataclass(frozen=True)
 class NodeShape:
-    cpu: Fraction  # allocatable cores per node
+    cpu: Fraction  # cores pods can use per node: the written cpu minus reservedCpus
     memory: Fraction  # allocatable bytes per node
+    reserved_cpus: int | None = None  # as written; None: the profile does not say
+
+
+@dataclass(frozen=True)
+class ProfileSource:
+    """Where a profile was read from, to place its problems at a file and line."""
+
+    file: str = ""
+    document: source.Document | None = None
+
+    def line_of(self, field: str) -> int:
+        return self.document.line_of(field) if self.document else 0
 
 
 @dataclass(frozen=True)
@@ -50,7 +62,16 @@ class ClusterProfile:
     run_as_group: int
     fs_group: int
     allow_no_jobs: bool
+    own_program_deadline: int | None  # activeDeadlineSeconds for jobs with spec.command that set none
     embedded: bool = False  # the built-in default, which describes no real cluster
+    origin: ProfileSource = field(default=ProfileSource(), compare=False, repr=False)
+
+    @property
+    def node_shapes(self) -> dict[str, NodeShape]:
+        """Every node shape the profile defines, by the field that defines it."""
+        shapes = {"spec.node": self.node}
+        shapes.update({f"spec.nodePools.{name}.node": pool.node for name, pool in self.node_pools.items()})
+        return shapes
 
     def node_for(self, pool: str | None) -> NodeShape:
         """Shape of the nodes a role runs on."""
@@ -64,10 +85,12 @@ class ClusterProfile:
 def _shape(spec: dict, fallback: NodeShape | None = None) -> NodeShape:
     if fallback is not None and not spec:
         return fallback
-    return NodeShape(cpu=quantity.parse(spec["cpu"]), memory=quantity.parse(spec["memory"]))
+    reserved = spec.get("reservedCpus")
+    return NodeShape(cpu=quantity.parse(spec["cpu"]) - (reserved or 0), memory=quantity.parse(spec["memory"]),
+                     reserved_cpus=reserved)
 
 
-def cluster_profile(document: dict) -> ClusterProfile:
+def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> ClusterProfile:
     """Typed view of a schema-valid ClusterProfile document."""
     spec = schema.with_defaults(document, schema.CLUSTER_PROFILE)["spec"]
     node = _shape(spec["node"])
@@ -98,6 +121,8 @@ def cluster_profile(document: dict) -> ClusterProfile:
         run_as_group=spec["podSecurity"]["runAsGroup"],
         fs_group=spec["podSecurity"]["fsGroup"],
         allow_no_jobs=spec["allowNoJobs"],
+        own_program_deadline=spec.get("ownProgramDeadlineSeconds"),
+        origin=origin,
     )
 
 

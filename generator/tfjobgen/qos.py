@@ -5,6 +5,11 @@ its pod is Guaranteed (every container's requests == limits, for cpu and
 memory) and its CPU count is a whole number. `apply` therefore sizes every
 container of a pod, init and sidecar containers included, not just the
 training container.
+
+The static policy also refuses to start unless the kubelet reserves CPU for the
+system (kube-reserved + system-reserved, or --reserved-cpus, rounded up to whole
+CPUs): pods get the node's CPUs minus those. The profile says how many
+(`reservedCpus`), and `check_profile` says so when it does not.
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ from fractions import Fraction
 
 from . import topology
 from .model import TrainingJob
-from .problems import Problem
+from .problems import WARNING, Problem
 from .profile import ClusterProfile
-from .quantity import cpu_text, describe_cpu
+from .quantity import cpu_text, describe_bytes, describe_cpu
+
+# A TensorFlow task below this cannot even import TensorFlow (about 600 MB resident, measured on 2.21).
+MIN_TASK_MEMORY = 256 << 20
 
 
 def cpu_limit(job: TrainingJob, role: str) -> Fraction | None:
@@ -62,8 +70,13 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
         where = f"spec.roles.{role.name}"
         if role.cpu <= 0:
             problems.append(Problem("must be more than 0", f"{where}.cpu"))
-        if role.memory <= 0:
-            problems.append(Problem("must be more than 0", f"{where}.memory"))
+        if role.memory < MIN_TASK_MEMORY:
+            written = role.memory_text
+            amount = describe_bytes(role.memory) if role.memory >= 1024 else f"{math.ceil(role.memory)} byte(s)"
+            hint = f": did you mean {written}Gi?" if written.isdigit() else ""
+            problems.append(Problem(
+                f"{written} is {amount}; a TensorFlow task needs at least {describe_bytes(Fraction(MIN_TASK_MEMORY))} "
+                f"(importing TensorFlow alone takes about 600 MB){hint}", f"{where}.memory"))
         if job.qos == "cpuset":
             if role.cpu.denominator != 1:
                 problems.append(Problem(
@@ -86,4 +99,29 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
                     problems.append(Problem(
                         f"{named} selects {key}={pool_selector[key]} but the CPU-manager nodes have {key}={value}: "
                         "no node can satisfy both", f"spec.topology.nodePools.{role.name}" if own else "spec.qos"))
+    return problems
+
+
+def check_profile(profile: ClusterProfile) -> list[Problem]:
+    """Where cpuset pods go, and what CPUs they can get there."""
+    if not profile.cpu_manager_selector:
+        return [Problem(
+            f"profile '{profile.name}' names no CPU-manager nodes, so qos cpuset pods (the default) may land on "
+            "any node, where a kubelet without the static CPU manager policy gives them shared cores; set "
+            "cpuManager.nodeSelector (when every node runs the static policy, a label they all carry, such as "
+            "kubernetes.io/os: linux)", "spec.cpuManager.nodeSelector", severity=WARNING)]
+    problems = []
+    for at, shape in profile.node_shapes.items():
+        if at != "spec.node" and shape is profile.node:
+            continue  # a pool without a shape of its own: spec.node's, checked once
+        if shape.reserved_cpus is None:
+            problems.append(Problem(
+                f"{at}.cpu ({describe_cpu(shape.cpu)}) is taken as what pods get, but the static CPU manager needs "
+                "the kubelet to reserve at least one CPU for the system, so cpuset pods get at most "
+                f"{describe_cpu(shape.cpu - 1)}: set {at}.reservedCpus to the kubelet's reservation",
+                f"{at}.reservedCpus", severity=WARNING))
+        elif shape.reserved_cpus == 0:
+            problems.append(Problem(
+                "the kubelet refuses the static CPU manager policy without a CPU reservation (kube-reserved + "
+                "system-reserved, or --reserved-cpus): at least 1 on CPU-manager nodes", f"{at}.reservedCpus"))
     return problems

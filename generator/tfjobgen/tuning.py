@@ -10,13 +10,17 @@ spec lives once in the job's ConfigMap (`cluster.json`) and every pod's env says
 Kubernetes expands `$(VAR)` from earlier entries, so each pod still sees a
 complete TF_CONFIG while a 200-worker job's manifests stay O(tasks), not
 O(tasks^2): the seed's Jinja output repeated the whole host list in every task.
+
+TF_CONFIG follows TensorFlow's rules (TFConfigClusterResolver, and Kubeflow's TFJob
+alike): `cluster` lists the training tasks only; the evaluator reads checkpoints, is
+not part of it, and finds itself as task `evaluator:0`.
 """
 
 from __future__ import annotations
 
 import json
 
-from . import contract, names, qos
+from . import contract, lifecycle, names, qos
 from .contract import CLUSTER_ENV, TASK_INDEX_ENV
 from .model import TrainingJob
 from .naming import Naming
@@ -42,28 +46,37 @@ _STAR_RATIO_BAND = (5, 15)
 
 
 def cluster_spec(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> dict[str, tuple[str, ...]]:
-    """TF's cluster spec: every role present, each task's host:port as the backend names it."""
+    """TF's cluster spec: every training role present (not the evaluator), each task's host:port
+    as the backend names it."""
     return {
         role: tuple(naming.address(job, profile, role, i) for i in range(spec.replicas))
-        for role, spec in job.roles.items()
+        for role, spec in job.roles.items() if role in contract.TRAINING_ROLES
     }
 
 
+def cluster_json(cluster: dict[str, tuple[str, ...]]) -> str:
+    """The cluster spec as the ConfigMap holds it and TF_CONFIG embeds it."""
+    return json.dumps(cluster, sort_keys=True, separators=(",", ":"))
+
+
 def endpoint_map(job: TrainingJob, profile: ClusterProfile, cluster: dict[str, tuple[str, ...]]) -> str:
-    """StarServer's `.endpoint_map`: one `grpc host:port=seastar host:port` line per task.
+    """StarServer's `.endpoint_map`: one `grpc host:port=seastar host:port` line per training task.
 
     The left side must equal the TF_CONFIG entry byte for byte (DeepRec looks it up verbatim).
+    The right side is fully qualified: seastar resolves it itself, and we do not rely on
+    it applying the pod's DNS search path as gRPC's resolvers do.
     """
     lines = []
     for role in contract.ROLES:
         for address in cluster.get(role, ()):
             host = address.rsplit(":", 1)[0]
-            lines.append(f"{address}={host}:{profile.seastar_port}")
+            lines.append(f"{address}={names.fully_qualified(job, profile, host)}:{profile.seastar_port}")
     return "\n".join(lines) + "\n"
 
 
 def control_address(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> str:
-    """Where the runtime's chief tells the other tasks that training is over (tf1 without chief: worker 0)."""
+    """Where the runtime's chief tells the other tasks that training is over or stopped (tf1 without
+    chief: worker 0)."""
     role = "chief" if "chief" in job.roles else "worker"
     host = naming.address(job, profile, role, 0).rsplit(":", 1)[0]
     return f"{host}:{profile.control_port}"
@@ -72,16 +85,27 @@ def control_address(job: TrainingJob, profile: ClusterProfile, naming: Naming) -
 def threads(job: TrainingJob, role: str) -> tuple[int, int]:
     """(intra-op, inter-op) pool sizes: the role's CPUs unless overridden.
 
-    A tf2 worker never gets an inter-op pool of 1: with one inter-op thread
-    ParameterServerStrategy deadlocks silently (measured, TF 2.21).
+    StarServer network threads that poll each occupy a whole core, so the pools get
+    what the polling threads leave. A tf2 worker never gets an inter-op pool of 1:
+    with one inter-op thread ParameterServerStrategy deadlocks silently (measured, TF 2.21).
     """
     spec = job.roles[role]
-    budget = qos.cpu_budget(job, role)
+    budget = max(1, qos.cpu_budget(job, role) - polling_cores(job, role))
     intra = spec.intra_op or budget
     inter = spec.inter_op or budget
     if job.api == "tf2" and role == "worker" and spec.inter_op is None:
         inter = max(contract.TF2_WORKER_MIN_INTER_OP, inter)
     return intra, inter
+
+
+def polling_cores(job: TrainingJob, role: str) -> int:
+    """Cores a role's StarServer network threads take for good: all of them when they poll."""
+    if not job.uses_star_server or role not in ("ps", "worker"):
+        return 0
+    ps_cores, worker_cores = star_server_cores(job)
+    if role == "ps":
+        return ps_cores if job.star_server.ps_polling else 0
+    return worker_cores if job.star_server.worker_polling else 0
 
 
 def star_server_cores(job: TrainingJob) -> tuple[int, int]:
@@ -97,6 +121,11 @@ def _var(name: str, value: str) -> dict:
     return {"name": name, "value": value}
 
 
+def tf_config_template(role: str, cluster: str = f"$({CLUSTER_ENV})", index: str = f"$({TASK_INDEX_ENV})") -> str:
+    """TF_CONFIG of a task of `role`; the defaults leave the kubelet to fill in cluster and index."""
+    return f'{{"cluster":{cluster},"environment":"cloud","task":{{"index":{index},"type":"{role}"}}}}'
+
+
 def tf_config_env(job: TrainingJob, naming: Naming, role: str, index: int | None) -> list[dict]:
     """The entries that assemble TF_CONFIG (none when the backend's controller writes it).
 
@@ -106,8 +135,7 @@ def tf_config_env(job: TrainingJob, naming: Naming, role: str, index: int | None
         return []
     index_var = {"name": TASK_INDEX_ENV, "valueFrom": naming.index_source(role)} if index is None \
         else _var(TASK_INDEX_ENV, str(index))
-    tf_config = (f'{{"cluster":$({CLUSTER_ENV}),"environment":"cloud",'
-                 f'"task":{{"index":$({TASK_INDEX_ENV}),"type":"{role}"}}}}')
+    tf_config = tf_config_template(role)
     return [
         {"name": CLUSTER_ENV, "valueFrom": {"configMapKeyRef": {
             "name": names.cluster_config(job), "key": contract.CLUSTER_KEY}}},
@@ -131,7 +159,11 @@ def env(job: TrainingJob, profile: ClusterProfile, naming: Naming, role: str, in
         result += [
             _var(contract.CONTROL_ADDRESS_ENV, control_address(job, profile, naming)),
             _var(contract.TRAINING_ENV, json.dumps(job.training, sort_keys=True, separators=(",", ":"))),
+            _var(contract.EVALUATOR_ENV, "1" if "evaluator" in job.roles else "0"),
+            _var(contract.RETRIES_ENV, str(lifecycle.of(job, profile).retries_per_task)),
         ]
+        if index is None and naming.failures_source is not None:
+            result.append({"name": contract.FAILURES_ENV, "valueFrom": naming.failures_source})
     if job.uses_star_server:
         star = job.star_server
         ps_cores, worker_cores = star_server_cores(job)
@@ -175,12 +207,22 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     if job.api == "tf2" and "chief" not in job.roles:
         problems.append(Problem(
             "api tf2 (ParameterServerStrategy) needs a chief to coordinate: add spec.roles.chief "
-            "with cpu and memory, or use api: tf1", "spec.roles.chief"))
+            "with cpu and memory, or use api: tf1 (worker 0 is then the chief)", "spec.roles.chief"))
     if job.uses_runtime:
         problems += _check_training_storage(job)
+    return problems
+
+
+def check_profile(profile: ClusterProfile) -> list[Problem]:
+    """The profile's ports: every task listens on all of them."""
     ports = {"grpc": profile.grpc_port, "seastar": profile.seastar_port, "control": profile.control_port}
-    if len(set(ports.values())) < len(ports):
-        problems.append(Problem(f"profile '{profile.name}' uses one port twice: {ports}", "spec.ports"))
+    seen: dict[int, str] = {}
+    problems = []
+    for name, port in ports.items():
+        if port in seen:
+            problems.append(Problem(f"port {port} is also the {seen[port]} port: every task listens on both, "
+                                    "so each needs its own", f"spec.ports.{name}"))
+        seen.setdefault(port, name)
     return problems
 
 

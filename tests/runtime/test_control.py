@@ -98,3 +98,72 @@ def test_tf1_workers_say_finished_and_the_chief_waits_for_them():
         assert ps.done.wait(2)
     finally:
         chief.close()
+
+
+def test_a_task_failing_for_good_tells_the_chief_which_stops_every_task():
+    import threading
+
+    address = _address()
+    failed = []
+    chief = control.ChiefServer(address, "job", ["ps:0", "worker:0", "worker:1"],
+                                on_failed=lambda name, code, reason: (failed.append((name, code, reason)),
+                                                                      chief.abort(f"{name} failed for good", 5)))
+    chief.start()
+    try:
+        ps = control.ChiefLink(address, "job", "ps:0", absence_limit=20)
+        stopped = threading.Event()
+        background = control.ChiefLink(address, "job", "worker:1", absence_limit=20,
+                                       on_abort=lambda err: stopped.set())
+        background.start_in_background()
+        outcome = []
+        threading.Thread(target=lambda: outcome.append(_raises(ps.run)), daemon=True).start()
+        assert chief.wait_until_up(["ps:0", "worker:1"], timeout=5) == []
+        started = time.monotonic()
+        assert control.tell_chief_failed(address, "job", "worker:0", 2, "no such file: /data/*.csv"), \
+            "the chief answers ABORT"
+        assert failed == [("worker:0", 2, "no such file: /data/*.csv")]
+        assert stopped.wait(3) and isinstance(background.failed, control.Aborted)
+        deadline = time.monotonic() + 3
+        while not outcome and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert outcome and isinstance(outcome[0], control.Aborted) and "worker:0 failed for good" in str(outcome[0])
+        assert time.monotonic() - started < 3 and not ps.done.is_set()
+    finally:
+        chief.close()
+
+
+def _raises(function):
+    try:
+        function()
+    except Exception as err:  # noqa: BLE001 - the test inspects what was raised
+        return err
+    return None
+
+
+def test_a_failure_after_training_finished_stops_nobody():
+    address = _address()
+    failed = []
+    chief = control.ChiefServer(address, "job", ["ps:0", "worker:0"],
+                                on_failed=lambda *args: failed.append(args))
+    chief.start()
+    try:
+        ps = _link(address, "ps:0")
+        assert chief.wait_until_up(["ps:0"], timeout=5) == []
+        assert chief.finish(linger=0.5) == ["worker:0"] and ps.done.wait(2)
+        assert not control.tell_chief_failed(address, "job", "worker:0", 2, "late", timeout=2)
+        time.sleep(0.3)
+        assert failed == [] and chief.aborting is None
+    finally:
+        chief.close()
+
+
+def test_a_task_whose_chief_finished_before_it_came_back_is_done():
+    """A new pod after a failure finds the chief gone; the chief's word in the model directory ends it with DONE."""
+    link = control.ChiefLink(_address(), "job", "worker:0", absence_limit=30, finished=lambda: True)
+    started = time.monotonic()
+    link.run()
+    assert link.done.is_set() and link.failed is None
+    assert time.monotonic() - started < control.FINISHED_LOOK_INTERVAL + 3
+    never = control.ChiefLink(_address(), "job", "worker:0", absence_limit=1.5, finished=lambda: False)
+    with pytest.raises(control.ChiefGone):
+        never.run()

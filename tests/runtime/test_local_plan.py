@@ -129,7 +129,9 @@ def test_a_task_that_crashes_at_start_is_named_in_one_line_and_everything_is_sto
     run = run_local(TEST_JOBS / "custom-crash.yaml", tmp_path)
     assert run.returncode == 1, run.output
     fail = [line for line in run.output.splitlines() if line.startswith("FAIL: ")]
-    assert len(fail) == 1 and "before it came up: boom: /models/config.json not found" in fail[0], run.output
+    assert len(fail) == 1, run.output
+    assert "exited with code 1 before it came up and failed for good (exit code 1 is permanent): boom: " \
+           "/models/config.json not found" in fail[0], run.output
     assert run.report["tasks"]["ps:0"]["state"] in ("stopped", "failed")
     assert run.leftovers == [] and run.seconds < 20
 

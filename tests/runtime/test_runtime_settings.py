@@ -26,8 +26,10 @@ def test_every_generated_pod_env_is_a_valid_task(job):
         for index in (0, count - 1):
             task = settings.from_env(task_env(JOBS / job, role, index), cpus=2)
             assert (task.role, task.index) == (role, index)
-            assert task.address.startswith(f"wide-deep-{role}-{index}.wide-deep.ml-training.svc")
-            assert task.control_address.startswith("wide-deep-chief-0.") and task.control_address.endswith(":2224")
+            # Relative to the namespace; the evaluator serves nothing and is not in the cluster.
+            assert task.address == ("" if role == "evaluator" else f"wide-deep-{role}-{index}.wide-deep:2222")
+            assert task.control_address == "wide-deep-chief-0.wide-deep:2224"
+            assert task.has_evaluator and (task.retries, task.failures) == (3, 0) and not task.last_attempt
             assert task.training.vocabulary_size == 5_000_000 and task.training.optimizer == "adagrad"
             assert task.training.model_dir == "gs://ml-checkpoints/wide-deep"  # as the job file says
             assert "evaluator" not in task.training_cluster

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..lifecycle import Lifecycle
 from ..model import TrainingJob
 from ..naming import Naming
 from ..pods import Pod
@@ -33,7 +34,7 @@ class DecodedJob:
     backend: str
     objects: list[dict]  # every object carrying the job's label
     pods: list[Pod]  # one per task, roles in contract.ROLES order, then by index
-    failures_per_task: int  # how often a task may fail before the job fails
+    lifecycle: Lifecycle  # how its controller treats a failed task (lifecycle.py)
     config: dict[str, str] = field(default_factory=dict)  # the cluster ConfigMap's data
 
     @property

@@ -10,9 +10,10 @@ pods are ready), one ConfigMap (cluster spec, endpoint map), one NetworkPolicy
 - one Job per task when placement differs per task (colocated PS and workers),
   with hostname `<job>-<role>-<index>` set in its template.
 
-Why Jobs, for PS too: a Job restarts a failed task (restartPolicy OnFailure,
-bounded by backoffLimit) and can complete. A StatefulSet or Deployment PS
-never completes, so it would hold its (exclusive) cores after training ends.
+Why Jobs, for PS too: a Job replaces a failed task within its budget and can
+complete. A StatefulSet or Deployment PS never completes, so it would hold its
+(exclusive) cores after training ends. How failures are counted and which exits
+end the job is lifecycle.py's, written here as the Job's failure fields.
 
 No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
 "missing" to Argo CD, whose selfHeal would recreate it and train again.
@@ -20,7 +21,7 @@ No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
 
 from __future__ import annotations
 
-from .. import labels, names, pods
+from .. import labels, lifecycle, names, pods
 from ..model import TrainingJob
 from ..naming import Naming
 from ..plan import JobPlan, RolePlan
@@ -32,11 +33,14 @@ from .base import Backend, DecodedJob
 NAME = "native"
 # Kubernetes' annotation on an Indexed Job's pods: the pod's completion index.
 _COMPLETION_INDEX = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_COMPLETION_INDEX}']"}}
+# backoffLimitPerIndex makes the Job controller count each index's failures on its pods.
+_FAILURE_COUNT = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_INDEX_FAILURE_COUNT}']"}}
 
 NAMING = Naming(
     hostname=names.task,  # an Indexed Job `<job>-<role>` names its pods' hosts `<job>-<role>-<i>`
-    address=lambda job, profile, role, index: names.task_address(job, profile, role, index, profile.grpc_port),
+    address=lambda job, profile, role, index: names.task_address(job, role, index, profile.grpc_port),
     index_source=lambda role: _COMPLETION_INDEX,
+    failures_source=_FAILURE_COUNT,
 )
 
 
@@ -45,14 +49,9 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
 
 
 def _job(plan: JobPlan, name: str, role: str, template: dict, completions: int, indexed: bool) -> dict:
-    spec = {
-        "backoffLimit": plan.job.backoff_limit_per_task * completions,
-        "template": template,
-    }
+    spec = {"template": template, **lifecycle.batch_job_spec(lifecycle.of(plan.job, plan.profile), indexed)}
     if indexed:
         spec.update(completionMode="Indexed", completions=completions, parallelism=completions)
-    if plan.job.active_deadline_seconds:
-        spec["activeDeadlineSeconds"] = plan.job.active_deadline_seconds
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -77,13 +76,6 @@ def encode(plan: JobPlan) -> list[dict]:
     return objects
 
 
-def _failures_per_task(job: dict) -> int:
-    spec = job["spec"]
-    if "backoffLimitPerIndex" in spec:
-        return spec["backoffLimitPerIndex"]
-    return spec.get("backoffLimit", 6) // max(1, spec.get("completions", 1))
-
-
 def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job run by batch/v1 Jobs among `objects`, each task as the Job controller creates its pod."""
     config_maps = common.config_maps(objects)
@@ -94,7 +86,7 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
             continue
         task_pods = sorted((p for job in jobs for p in pods.job_pods(job, config_maps)), key=common.task_order)
         found.append(DecodedJob(namespace, name, NAME, members, task_pods,
-                                min(_failures_per_task(job) for job in jobs), common.cluster_config(members)))
+                                lifecycle.from_batch_job_spec(jobs[0]["spec"]), common.cluster_config(members)))
     return found
 
 

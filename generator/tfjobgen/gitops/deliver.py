@@ -9,7 +9,8 @@ Checks (each an error, so Argo CD gets nothing rather than a set it would prune 
 - the tfjobgen function ran: no TrainingJob came out of kustomize unexpanded;
 - the build is not empty while jobs/ defines jobs;
 - no job of jobs/ is missing from the build (a job leaves a cluster when its file is deleted);
-- a job stays in the namespace its file names, and all its objects agree on it.
+- a job stays in the namespace its file names, all its objects agree on it, and the
+  fully qualified names in its ConfigMap (StarServer's seastar addresses) name it.
 
 Checks of the sources, run before the build's own (a failed build still gets them):
 
@@ -34,7 +35,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from .. import emit, labels, source
+from .. import contract, emit, labels, source
 from ..problems import WARNING, InvalidInput, Problem
 from . import tree
 
@@ -143,23 +144,34 @@ def _namespace_problems(objects, jobs, namespaces, overlay) -> list[Problem]:
                 "job must not move namespace (Argo CD would delete the running job and start a new one); "
                 "change metadata.namespace in the job file if that is what you mean",
                 "metadata.namespace", file=job.file, line=job.line))
+    # TF_CONFIG's addresses are relative to the namespace (`<pod>.<service>:<port>`) and resolve
+    # wherever the job runs, so objects moved after expansion keep working there; only fully
+    # qualified names (`...<service>.<namespace>.svc...`, the seastar side of StarServer's
+    # endpoint map) would point back at the namespace the job was expanded for.
     for obj in objects:
         name, namespace = job_of(obj), str(_meta(obj).get("namespace", ""))
         data = obj.get("data") if group_kind(obj) == ("", "ConfigMap") else None
-        if not name or not isinstance(data, dict) or "cluster.json" not in data:
+        if not name or not isinstance(data, dict) or contract.CLUSTER_KEY not in data:
             continue
-        try:
-            cluster = json.loads(data["cluster.json"])
-            addresses = [a for tasks in cluster.values() for a in tasks]
-        except (ValueError, AttributeError, TypeError):
-            continue
-        strays = [a for a in addresses if f".{name}.{namespace}.svc" not in str(a)]
+        strays = [host for host in _qualified_hosts(data) if f".{name}.{namespace}.svc" not in host]
         if strays:
             problems.append(Problem(
-                f"{describe_object(obj)}: the cluster addresses of job '{name}' name another namespace "
+                f"{describe_object(obj)}: the fully qualified addresses of job '{name}' name another namespace "
                 f"({strays[0]}): its objects were moved after tfjobgen expanded it; set the namespace in the "
                 "job file, not in a kustomization above the ClusterProfile", file=overlay))
     return problems
+
+
+def _qualified_hosts(data: dict) -> list[str]:
+    """Every fully qualified host (one with `.svc`) among the addresses of a job's ConfigMap."""
+    addresses = []
+    try:
+        addresses += [a for tasks in json.loads(data[contract.CLUSTER_KEY]).values() for a in tasks]
+    except (ValueError, AttributeError, TypeError):
+        pass
+    for line in str(data.get(contract.ENDPOINT_MAP_KEY, "")).splitlines():
+        addresses += line.split("=")
+    return [str(a).rsplit(":", 1)[0] for a in addresses if ".svc" in str(a)]
 
 
 def patch_problems(root: Path, overlay: str, jobs: list[tree.JobFile]) -> list[Problem]:

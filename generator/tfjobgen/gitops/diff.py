@@ -78,7 +78,9 @@ def intent_problems(root: Path) -> list[Problem]:
     if not folder.is_dir():
         return []
     intents, problems = pipeline.load_intents([str(folder)])
-    problems += pipeline.expand(intents, pipeline.load_profile(None)).problems
+    # The embedded profile is no cluster's: its own rules are not this change's problems.
+    problems += [p for p in pipeline.expand(intents, pipeline.load_profile(None)).problems
+                 if not (p.ref and p.ref.kind == pipeline.PROFILE_KIND)]
     problems += repo.unlisted_jobs([str(folder)])
     return [dataclasses.replace(p, file=Path(p.file).relative_to(root).as_posix())
             if Path(p.file).is_absolute() else p for p in problems]

@@ -9,8 +9,10 @@ from ..contract import ROLES
 DESCRIPTION = """\
 Run a TrainingJob's pods as local processes with real TensorFlow: the job is rendered
 exactly as for kustomize, every address moves to 127.0.0.1, one process per task.
-A job larger than this machine is scaled down (with a notice). Ctrl-C, or any task
-failing for good, stops every process started. Ends with a summary and PASS or FAIL.
+A job larger than this machine is scaled down (with a notice). Failed tasks get new
+processes as the Job controller would give them new pods; a task failing for good fails
+the job, and the run shows how long every other task took to end. Ctrl-C stops every
+process started. Ends with a summary and PASS or FAIL.
 """
 
 
@@ -52,7 +54,7 @@ def register(commands) -> None:
     parser.add_argument("--with-evaluator", action="store_true",
                         help="run the evaluator even when the job is scaled down")
     parser.add_argument("--restarts", type=_count, metavar="N",
-                        help="restarts allowed per task that fails after it came up "
+                        help="new pods each failed task may get before it fails for good "
                              "(default: the job's failurePolicy.backoffLimitPerTask)")
     parser.add_argument("--startup-timeout", type=_positive, metavar="S",
                         help="seconds the chief waits for every task (default: training.startupTimeoutSeconds)")
@@ -61,6 +63,9 @@ def register(commands) -> None:
     parser.add_argument("--work-dir", metavar="DIR", help="logs and task directories (default: under $TMPDIR)")
     parser.add_argument("--kill", type=_task_at_step, action="append", default=[], metavar="TASK@STEP",
                         help="fault injection: kill -9 TASK once the chief reported STEP, e.g. ps:1@150")
+    parser.add_argument("--evict", type=_task_at_step, action="append", default=[], metavar="TASK@STEP",
+                        help="a disruption: SIGTERM TASK once the chief reported STEP, as an eviction would; "
+                             "its new pod does not count against its budget")
     parser.add_argument("--without", type=_task_name, action="append", default=[], metavar="TASK",
                         help="do not start TASK (e.g. ps:1): see the chief's startup deadline name it")
     parser.add_argument("--report", metavar="FILE", help="also write the result as JSON to FILE")

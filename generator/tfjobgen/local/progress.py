@@ -12,7 +12,8 @@ from typing import IO
 from .supervisor import Supervisor
 
 _STATE_WORDS = {"starting": "starting", "up": "up", "training": "training", "finishing": "finishing",
-                "done": "done", "restarting": "restarting", "failed": "failed", "stopped": "stopped"}
+                "done": "done", "waiting": "waiting for its new pod", "failed": "failed", "stopping": "stopping",
+                "stopped": "stopped"}
 
 
 def status_text(supervisor: Supervisor) -> str:

@@ -75,8 +75,9 @@ def main(args) -> int:
         supervisor = Supervisor(
             [t for t in local_tasks if t.name not in args.without], run_dir, run_dir,  # the run's id: its directory
             uses_runtime=request.uses_runtime, chief=prepared.chief, target_steps=steps,
-            restarts=request.backoff_limit_per_task if args.restarts is None else args.restarts,
-            faults=tuple(Fault(task, step) for task, step in args.kill),
+            lifecycle=tasks_lib.lifecycle_of(request, prepared.overrides),
+            faults=tuple(Fault(task, step) for task, step in args.kill)
+            + tuple(Fault(task, step, evict=True) for task, step in args.evict),
             stall_limit=startup_timeout + 60, on_update=progress)
         try:
             result = supervisor.run()
@@ -166,14 +167,14 @@ def prepare(args) -> Prepared | None:
                              with_evaluator=args.with_evaluator)
     notices = list(shape.notices) + notices
     names = {f"{role}:{i}" for role, n in shape.counts.items() for i in range(n)}
-    for name in list(args.without) + [task for task, _ in args.kill]:
+    for name in list(args.without) + [task for task, _ in args.kill + args.evict]:
         if name not in names:
             raise LocalError(f"{name} is not among the tasks that run here ({', '.join(sorted(names))})")
     chief = "chief:0" if "chief" in shape.counts else "worker:0"
     if chief in args.without:
         raise LocalError(f"--without {chief}: the run needs its chief; leave out a PS or a worker")
     overrides = tasks_lib.Overrides(steps=args.steps, startup_timeout=args.startup_timeout,
-                                    model_dir=args.model_dir, protocol=protocol)
+                                    model_dir=args.model_dir, protocol=protocol, retries=args.restarts)
     return Prepared(request, shape, overrides, notices, chief)
 
 

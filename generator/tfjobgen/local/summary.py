@@ -83,9 +83,9 @@ def _faults(result: RunResult) -> str:
     rows = []
     for fault in result.faults:
         resumed = fault.get("resumed_from")
-        rows.append([fault["task"], fault["at_step"], _seconds(fault.get("back_after")),
+        rows.append([fault["task"], fault.get("kind", "killed"), fault["at_step"], _seconds(fault.get("back_after")),
                      _seconds(fault.get("next_step_after")), "-" if resumed is None else resumed])
-    return table.render(["KILLED", "AT STEP", "TASK BACK AFTER", "NEXT STEP AFTER", "RESUMED FROM"], rows)
+    return table.render(["TASK", "FAULT", "AT STEP", "TASK BACK AFTER", "NEXT STEP AFTER", "RESUMED FROM"], rows)
 
 
 def display_path(path: str) -> str:
@@ -113,4 +113,6 @@ def as_dict(result: RunResult, job: str, counts: dict[str, int]) -> dict:
         "bytes_per_ps": placement[0] if placement else None,
         "max_over_mean": round(placement[1], 4) if placement else None,
         "tasks": result.tasks, "leftovers": result.leftovers, "interrupted": result.interrupted,
+        "failed_for_good": result.failed_for_good, "ended_after": result.ended_after,
+        "ended_after_by_task": result.ended_after_by_task,
     }

@@ -6,7 +6,9 @@ kubelet, emulated), so each has the exact env a cluster would give it. To run he
 - every address moves to 127.0.0.1 with a free port: the cluster spec in
   TFJOBGEN_CLUSTER and TF_CONFIG, TFJOBGEN_CONTROL_ADDRESS, and both sides of
   StarServer's endpoint map (written to a local file);
-- the cluster spec lists only the tasks that run here (after a scale-down);
+- the cluster spec lists only the tasks that run here (after a scale-down), and
+  TFJOBGEN_EVALUATOR says whether the evaluator does;
+- `--restarts N` replaces the job's failure budget, in TFJOBGEN_TASK_RETRIES too;
 - modelDir moves to a directory of this run (--model-dir chooses another, a URL included);
 - `python` in the command means this Python;
 - unpinned tasks share every CPU here, so thread pools above the CPU count are
@@ -17,6 +19,7 @@ Pure functions: the caller picks ports and CPUs and starts the processes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 
 from .. import contract
 from ..backends import DecodedJob
+from ..lifecycle import Lifecycle
 from ..contract import CLUSTER_ENV, CONTROL_ADDRESS_ENV, ENDPOINT_MAP_KEY, TRAINING_ENV
 from ..pods import Pod
 from ..quantity import parse as parse_quantity
@@ -37,8 +41,10 @@ class LocalTask:
     index: int
     command: list[str]
     env: dict[str, str]  # the pod's env after the rewrites (laid over this process's env at start)
-    address: str  # its TF server address here
+    address: str  # its TF server address here ("" for the evaluator, which serves nothing)
     cpus: tuple[int, ...] | None = None  # pinned CPUs, None: any
+    owner: str = ""  # the object whose controller runs it (its Job): a Job that fails stops all its tasks
+    counts_failures: bool = False  # its controller tells each new pod its failure count (FAILURES_ENV)
 
     @property
     def name(self) -> str:
@@ -60,7 +66,7 @@ class JobRequest:
     counts: dict[str, int]
     cpus: dict[str, float]  # role -> CPU limit (else request) per task
     training: dict | None  # spec.training as the pods get it; None when the job runs its own program
-    backoff_limit_per_task: int
+    lifecycle: Lifecycle  # how failed tasks are treated (lifecycle.py)
     pods: list[Pod] = field(repr=False, default_factory=list)
     endpoint_map: str | None = None
 
@@ -86,7 +92,7 @@ def describe(jobs: list[DecodedJob]) -> JobRequest:
     first = pods[0].env
     training = json.loads(first[TRAINING_ENV]) if TRAINING_ENV in first else None
     return JobRequest(job.name, job.backend, first.get(contract.API_ENV, "tf2"),
-                      first.get(contract.PROTOCOL_ENV, "grpc"), counts, cpus, training, job.failures_per_task,
+                      first.get(contract.PROTOCOL_ENV, "grpc"), counts, cpus, training, job.lifecycle,
                       pods, job.config.get(ENDPOINT_MAP_KEY))
 
 
@@ -96,6 +102,14 @@ class Overrides:
     startup_timeout: int | None = None
     model_dir: str | None = None  # None: <run_dir>/model, whatever the job's modelDir
     protocol: str | None = None  # the protocol to run with (a fallback), None: the job's
+    retries: int | None = None  # failures each task may have (--restarts), None: the job's
+
+
+def lifecycle_of(request: JobRequest, overrides: Overrides) -> Lifecycle:
+    """The job's failure rules, with --restarts applied."""
+    if overrides.retries is None:
+        return request.lifecycle
+    return dataclasses.replace(request.lifecycle, retries_per_task=overrides.retries)
 
 
 def host_of(address: str) -> str:
@@ -163,6 +177,10 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
             env[contract.ENDPOINT_MAP_PATH_ENV] = endpoint_dir
         if overrides.protocol and contract.PROTOCOL_ENV in env:
             env[contract.PROTOCOL_ENV] = overrides.protocol
+        if contract.EVALUATOR_ENV in env:
+            env[contract.EVALUATOR_ENV] = "1" if counts.get("evaluator") else "0"
+        if overrides.retries is not None and contract.RETRIES_ENV in env:
+            env[contract.RETRIES_ENV] = str(overrides.retries)
         task_dir = os.path.join(run_dir, "tasks", f"{pod.role}-{pod.index}")
         if env.get("HOME") == contract.SCRATCH_DIR:  # the pod's writable emptyDir; here, the task's own directory
             env["HOME"] = task_dir
@@ -173,8 +191,9 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
         command = list(pod.container.get("command", [])) + list(pod.container.get("args", []))
         if command and command[0] in ("python", "python3"):
             command[0] = sys.executable  # this Python, which has tfjobgen (and TensorFlow)
-        address = local_cluster[pod.role][pod.index]
-        tasks.append(LocalTask(pod.role, pod.index, command, env, address, cpus))
+        address = local_cluster[pod.role][pod.index] if pod.role in local_cluster else ""
+        tasks.append(LocalTask(pod.role, pod.index, command, env, address, cpus, owner=pod.owner,
+                               counts_failures=bool(env.get(contract.FAILURES_ENV))))
     if pinned is None:
         total = sum(math.ceil(request.cpus[role]) * n for role, n in counts.items())
         notices.append(f"tasks are not pinned to CPUs: they would need {total} and this machine has "

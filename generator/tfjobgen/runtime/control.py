@@ -1,4 +1,4 @@
-"""The control channel: how the chief learns who is up and tells everyone when training is over.
+"""The control channel: how the chief learns who is up, and tells everyone when training is over or stopped.
 
 Why it exists: a TF parameter server or worker serves until it is killed; it
 never exits on its own. Its Kubernetes Job would then never complete and would
@@ -12,11 +12,16 @@ The protocol: one UTF-8 text line per message.
                      REFUSE <reason>                          wrong job or unknown task: exit 2
                      WAIT                                     every HEARTBEAT s while training runs
                      DONE <job>                               training is over: exit 0
+                     ABORT <job> <reason>                     a task failed for good: exit 4
     task  -> chief   FINISHED                                 (tf1 workers) my training loop ended
-                     BYE                                      acknowledges DONE; the task closes
+                     FAILED <code> <reason>                   I exit for good with <code> (ending.py)
+                     BYE                                      acknowledges DONE or ABORT; the task closes
 
 Rules that keep a task from exiting by mistake, and from waiting forever:
-- only `DONE <its own job>` makes a task exit 0; a dropped connection never does;
+- only `DONE <its own job>` makes a task exit 0, and only `ABORT <its own job>` makes it
+  exit as stopped; a dropped connection never does either;
+- a task failing for good says FAILED, on a short connection of its own; the chief then
+  sends every task ABORT (once training is over, it has nothing left to stop and ignores it);
 - a connection that stays silent for SILENCE_LIMIT s is dead (a vanished pod sends no FIN);
 - while the chief is unreachable (not started yet, restarting) the task reconnects every
   RETRY_INTERVAL s; after `absence_limit` s without contact it gives up (exit 3), so a job
@@ -42,6 +47,7 @@ VERSION = "tfjobgen/1"
 HEARTBEAT = 2.0  # seconds between WAITs from the chief
 SILENCE_LIMIT = 10.0  # seconds without a line before a connection counts as dead
 RETRY_INTERVAL = 1.0  # seconds between connection attempts to an absent chief
+FINISHED_LOOK_INTERVAL = 5.0  # seconds between looks for the chief's word that training finished
 _POLL = 0.25  # how often connection threads look at shared state
 _MAX_LINE = 1024
 
@@ -52,6 +58,10 @@ class Refused(Exception):
 
 class ChiefGone(Exception):
     """The chief stayed unreachable for longer than the task's absence limit."""
+
+
+class Aborted(Exception):
+    """The chief stopped the training because a task failed for good; the message says which."""
 
 
 class _Lines:
@@ -105,7 +115,9 @@ class TaskState:
 class ChiefServer:
     """The chief's control server. `tasks` are the names (role:index) allowed to register."""
 
-    def __init__(self, address: str, job: str, tasks: list[str], on_change: Callable[[str, str], None] = None):
+    def __init__(self, address: str, job: str, tasks: list[str], on_change: Callable[[str, str], None] = None,
+                 on_failed: Callable[[str, int, str], None] = None):
+        """`on_failed(task, code, reason)` runs in a thread of its own when a task says it fails for good."""
         host, self.port = split_address(address)
         # An IP literal (127.0.0.1 under run-local) is bound as is; a DNS name (the chief's own
         # pod name in a cluster) means "every interface of this pod".
@@ -113,7 +125,9 @@ class ChiefServer:
         self.job = job
         self.tasks = {name: TaskState() for name in tasks}
         self.on_change = on_change or (lambda name, state: None)
+        self.on_failed = on_failed or (lambda name, code, reason: None)
         self.done = False
+        self.aborting: str | None = None  # why, once the chief stops every task
         self.lock = threading.Condition()
         self.connections = 0
         self.open_sockets: set[socket.socket] = set()
@@ -163,16 +177,16 @@ class ChiefServer:
                 self.lock.notify_all()
             self.on_change(name, "connected")
             link.write(f"WELCOME {self.job}")
-            last_sent, said_done = time.monotonic(), False
+            last_sent, said = time.monotonic(), ""
             while True:
-                if self.done and not said_done:
-                    link.write(f"DONE {self.job}")
-                    last_sent, said_done = time.monotonic(), True
-                elif time.monotonic() - last_sent >= HEARTBEAT:
-                    link.write(f"DONE {self.job}" if said_done else "WAIT")
-                    last_sent = time.monotonic()
+                now = self._news()
+                if now != said or time.monotonic() - last_sent >= HEARTBEAT:
+                    link.write(now)
+                    last_sent, said = time.monotonic(), now
                 message = link.read(_POLL)
-                if message == "FINISHED":
+                if message and message.startswith("FAILED "):
+                    self._task_failed(name, message)
+                elif message == "FINISHED":
                     with self.lock:
                         state.finished = True
                         self.lock.notify_all()
@@ -197,6 +211,20 @@ class ChiefServer:
                     self.lock.notify_all()
                 if current:
                     self.on_change(name, "disconnected")
+
+    def _news(self) -> str:
+        """What every connection says now: ABORT wins over DONE, both over WAIT."""
+        if self.aborting is not None:
+            return f"ABORT {self.job} {self.aborting}"
+        return f"DONE {self.job}" if self.done else "WAIT"
+
+    def _task_failed(self, name: str, message: str) -> None:
+        _, code, reason = (message.split(" ", 2) + ["", ""])[:3]
+        with self.lock:
+            if self.done or self.aborting is not None:
+                return  # training is over, or already being stopped
+        threading.Thread(target=self.on_failed, args=(name, int(code) if code.isdigit() else 1, reason),
+                         name="control-failed", daemon=True).start()
 
     def missing(self, names: list[str]) -> list[str]:
         """Those of `names` not connected right now."""
@@ -242,6 +270,21 @@ class ChiefServer:
                     return waiting
                 self.lock.wait(min(left, 1.0))
 
+    def abort(self, reason: str, linger: float) -> list[str]:
+        """Tell every task to stop: ABORT on every connection, now and for up to `linger` s to tasks that
+        connect meanwhile. Waits for a BYE from every task connected now and from every task never seen
+        yet (it may still be starting); one that came and went is gone. Returns those still awaited."""
+        deadline = time.monotonic() + linger
+        with self.lock:
+            self.aborting = " ".join(reason.split())[:_MAX_LINE // 2]  # one line, well within a read
+            while True:
+                waiting = [n for n, s in self.tasks.items()
+                           if not s.acknowledged and (s.connected or s.connection == 0)]
+                left = deadline - time.monotonic()
+                if not waiting or left <= 0:
+                    return waiting
+                self.lock.wait(min(left, 0.5))
+
     def close(self) -> None:
         """Stop serving, as the chief's exit would: the listener and every connection close."""
         with self.lock:
@@ -270,24 +313,30 @@ class ChiefLink:
     """A task's connection to the chief: register, wait for DONE, reconnect when the chief restarts."""
 
     def __init__(self, address: str, job: str, name: str, absence_limit: float,
-                 notice: Callable[[str], None] = None):
+                 notice: Callable[[str], None] = None, on_abort: Callable[[Aborted], None] = None,
+                 finished: Callable[[], bool] = None):
+        """`on_abort`: what a link running in the background does when the chief says ABORT.
+        `finished()`: asked now and then while the chief is away; True counts as DONE (the chief
+        finished before this task's pod started, and left word in the model directory)."""
         self.address = address
         self.host, self.port = split_address(address)
         self.job = job
         self.name = name
         self.absence_limit = absence_limit
         self.notice = notice or (lambda message: None)
+        self.on_abort = on_abort
+        self.finished_elsewhere = finished or (lambda: False)
         self.done = threading.Event()  # set when DONE arrived
-        self.failed: Exception | None = None  # Refused or ChiefGone, when the link gave up
+        self.failed: Exception | None = None  # Refused, ChiefGone or Aborted, when the link gave up
         self.finished = threading.Event()  # set by the task: tell the chief FINISHED
         self.told_finished = threading.Event()  # set once the chief was told
         self.stopped = threading.Event()  # set when run() returned, for whatever reason
 
     def run(self) -> None:
-        """Blocks until DONE (returns) or until the link gives up (raises Refused or ChiefGone)."""
+        """Blocks until DONE (returns) or until the link ends otherwise (raises Refused, ChiefGone or Aborted)."""
         try:
             self._run()
-        except (Refused, ChiefGone) as err:
+        except (Refused, ChiefGone, Aborted) as err:
             self.failed = err
             raise
         finally:
@@ -297,12 +346,15 @@ class ChiefLink:
         def body():
             try:
                 self.run()
+            except Aborted as err:
+                if self.on_abort:
+                    self.on_abort(err)
             except (Refused, ChiefGone):
                 pass  # recorded in self.failed
         threading.Thread(target=body, name="chief-link", daemon=True).start()
 
     def _run(self) -> None:
-        last_contact = time.monotonic()
+        last_contact = last_look = time.monotonic()
         reported = False
         while True:
             try:
@@ -316,6 +368,12 @@ class ChiefLink:
                                 f"retrying for up to {self.absence_limit:.0f} s")
                     reported = True
             absent = time.monotonic() - last_contact
+            if time.monotonic() - last_look >= FINISHED_LOOK_INTERVAL:
+                last_look = time.monotonic()
+                if self.finished_elsewhere():
+                    self.notice("the chief is gone and training had finished: nothing left to do")
+                    self.done.set()
+                    return
             if absent > self.absence_limit:
                 raise ChiefGone(f"the chief at {self.address} has been unreachable for {absent:.0f} s "
                                 f"(limit {self.absence_limit:.0f} s); giving up")
@@ -338,14 +396,46 @@ class ChiefLink:
                 word, _, rest = message.partition(" ")
                 if word == "REFUSE":
                     raise Refused(f"the chief at {self.address} refused {self.name}: {rest}")
-                if word == "DONE" and rest == self.job:
+                if word in ("DONE", "ABORT") and rest.partition(" ")[0] == self.job:
                     try:
                         link.write("BYE")
                     except EOFError:
                         pass
+                    if word == "ABORT":
+                        raise Aborted(rest.partition(" ")[2] or "the chief stopped the training")
                     self.done.set()
                     return True
         except EOFError:
             return False
         finally:
             sock.close()
+
+
+def tell_chief_failed(address: str, job: str, name: str, code: int, reason: str, timeout: float = 5.0) -> bool:
+    """Say FAILED on a short connection of its own; True when the chief answered ABORT (it stops the others)."""
+    host, port = split_address(address)
+    deadline = time.monotonic() + timeout
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError:
+        return False
+    link = _Lines(sock)
+    try:
+        link.write(f"HELLO {VERSION} {job} {name}")
+        while (left := deadline - time.monotonic()) > 0:
+            message = link.read(left)
+            if message is None:
+                return False
+            word = message.partition(" ")[0]
+            if word == "WELCOME":
+                link.write(f"FAILED {code} {' '.join(reason.split())[:_MAX_LINE // 2]}")
+            elif word == "ABORT":
+                link.write("BYE")
+                return True
+            elif word in ("DONE", "REFUSE"):
+                return False
+        return False
+    except EOFError:
+        return False
+    finally:
+        sock.close()

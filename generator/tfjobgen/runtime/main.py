@@ -3,8 +3,11 @@
     python -m tfjobgen.runtime                      run the task TF_CONFIG describes
     python -m tfjobgen.runtime sample-data ...      write example TFRecord / CSV files
 
-Exit codes: 0 done, 1 training failed (a restart may help), 2 configuration
-error (a restart will not help), 3 the chief stayed unreachable, 130 interrupted.
+Exit codes: 0 done, 1 training failed (a new pod may help), 2 configuration
+error (a new pod will not help), 3 the chief stayed unreachable, 4 stopped because
+another task failed for good, 130 interrupted. 2, 3 and 4 fail the whole job
+(contract.PERMANENT_EXIT_CODES); so does any failure on a task's last attempt, and
+ending.py makes sure every other task hears of it.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import time
 import traceback
 
 from . import events, hadoop, settings
-from .control import ChiefGone, ChiefServer, Refused
-from .errors import EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SETUP, SetupError, TaskFailed
+from .control import Aborted, ChiefGone, ChiefServer, Refused
+from .ending import Ending
+from .errors import (EXIT_ABORTED, EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SETUP, SetupError,
+                     TaskFailed)
 
 
 def main(argv: list[str]) -> int:
@@ -43,8 +48,13 @@ def run_task(env: dict[str, str]) -> int:
     report = events.Reporter(task.name)
     for note in task.notes:
         report(events.NOTICE, message=note)
+    if task.last_attempt:
+        report(events.NOTICE, message=f"last attempt ({task.failures} earlier failure(s), budget {task.retries}): "
+                                      "a failure now is for good")
     _prepare_tensorflow(task)
-    code = _run_role(task, report)
+    ending = Ending(task, report)
+    code, reason = _run_role(task, report, ending)
+    ending.before_exit(code, reason)
     report(events.EXIT, code=code)
     return code
 
@@ -59,48 +69,56 @@ def _prepare_tensorflow(task: settings.Task) -> None:
                                               record.getMessage())
 
 
-def _run_role(task: settings.Task, report: events.Reporter) -> int:
+def _run_role(task: settings.Task, report: events.Reporter, ending: Ending) -> tuple[int, str]:
+    """(exit code, why) of the task's role."""
     try:
         if hadoop.set_classpath(task, os.environ):  # before TensorFlow (and its JVM) load
             report(events.NOTICE, message="CLASSPATH set from `hadoop classpath --glob` for hdfs://")
         # The chief listens before it imports TensorFlow (seconds), so the others register meanwhile.
-        server = _control_server(task, report) if task.is_chief else None
-        started = time.monotonic()
+        if task.is_chief:
+            ending.server = _control_server(task, report, ending)
+        server, started = ending.server, time.monotonic()
         if task.role == "ps" or (task.api == "tf2" and task.role == "worker"):
             from .servers import serve_until_done
-            return serve_until_done(task, report)
+            return serve_until_done(task, report, ending), ""
         if task.api == "tf2":
             from . import tf2
-            return tf2.run_chief(task, report, server, started) if task.is_chief else tf2.run_evaluator(task, report)
+            if task.is_chief:
+                return tf2.run_chief(task, report, server, started, ending), ""
+            return tf2.run_evaluator(task, report, ending), ""
         from . import tf1
         if task.role == "evaluator":
-            return tf1.run_evaluator(task, report)
-        return tf1.run_trainer(task, report, server, started)
+            return tf1.run_evaluator(task, report, ending), ""
+        return tf1.run_trainer(task, report, server, started, ending), ""
     except (SetupError, TaskFailed) as err:
-        report(events.ERROR, message=str(err))
-        return err.exit_code
+        return _failed(report, err.exit_code, str(err))
     except Refused as err:
-        report(events.ERROR, message=str(err))
-        return EXIT_SETUP
+        return _failed(report, EXIT_SETUP, str(err))
     except ChiefGone as err:
-        report(events.ERROR, message=str(err))
-        return EXIT_CHIEF_GONE
+        return _failed(report, EXIT_CHIEF_GONE, str(err))
+    except Aborted as err:
+        return _failed(report, EXIT_ABORTED, f"stopped by the chief: {err}")
     except KeyboardInterrupt:
-        report(events.ERROR, message="interrupted")
-        return EXIT_INTERRUPTED
+        return _failed(report, EXIT_INTERRUPTED, "interrupted")
     except Exception as err:  # noqa: BLE001 - the last resort: still one line, traceback on request
-        report(events.ERROR, message=_describe(err))
+        code, message = _failed(report, EXIT_FAILED, _describe(err))
         if os.environ.get("TFJOBGEN_DEBUG"):
             traceback.print_exc()
-        return EXIT_FAILED
+        return code, message
 
 
-def _control_server(task: settings.Task, report: events.Reporter) -> ChiefServer:
+def _failed(report: events.Reporter, code: int, message: str) -> tuple[int, str]:
+    report(events.ERROR, message=message)
+    return code, message
+
+
+def _control_server(task: settings.Task, report: events.Reporter, ending: Ending) -> ChiefServer:
     def on_change(name: str, state: str) -> None:
         if state == "disconnected":
             report(events.NOTICE, message=f"{name} disconnected from the control channel")
 
-    server = ChiefServer(task.control_address, task.job, task.control_clients, on_change=on_change)
+    server = ChiefServer(task.control_address, task.job, task.control_clients, on_change=on_change,
+                         on_failed=ending.task_failed)
     server.start()
     report(events.NOTICE, message=f"control server listening at {task.control_address}; waiting for "
                                   f"{len(task.peers)} tasks (threads {task.intra_op}/{task.inter_op})")

@@ -20,6 +20,10 @@ from .errors import EXIT_OK
 
 CHIEF_CPU = "/job:chief/replica:0/task:0/device:CPU:0"
 PLACEMENT_FILE = "placement.json"
+# Written by the chief once training reached its steps. A task whose new pod starts after the
+# chief has gone finds it and exits 0 instead of waiting for a chief that will not come back.
+FINISHED_FILE = "finished.json"
+FINISHED_LINGER = 10.0  # seconds a chief with nothing to train keeps saying DONE to tasks that connect
 
 
 def shared(model_dir: str) -> bool:
@@ -40,6 +44,33 @@ def write_placement(model_dir: str, partitioner: str, ps: tuple[str, ...], place
     with tf.io.gfile.GFile(os.path.join(model_dir, PLACEMENT_FILE), "w") as out:
         out.write(json.dumps({"partitioner": partitioner, "ps": list(ps), **placement.as_dict()},
                              indent=2, sort_keys=True) + "\n")
+
+
+def write_finished(model_dir: str, job: str, step: int) -> None:
+    tf.io.gfile.makedirs(model_dir)
+    with tf.io.gfile.GFile(os.path.join(model_dir, FINISHED_FILE), "w") as out:
+        out.write(json.dumps({"job": job, "step": step}, sort_keys=True) + "\n")
+
+
+def finished(model_dir: str, job: str, steps: int) -> bool:
+    """True when `model_dir` says this job's training reached `steps` (a rerun with more steps is not done)."""
+    path = os.path.join(model_dir, FINISHED_FILE)
+    try:
+        if not tf.io.gfile.exists(path):
+            return False
+        with tf.io.gfile.GFile(path) as source:
+            record = json.loads(source.read())
+        return record.get("job") == job and int(record.get("step", 0)) >= steps
+    except (tf.errors.OpError, ValueError, TypeError):
+        return False
+
+
+def already_finished(model_dir: str, report: events.Reporter, server) -> int:
+    """A chief whose job finished before (a rerun, a new pod after it finished): tell the tasks, exit 0."""
+    report(events.NOTICE, message=f"{os.path.join(model_dir, FINISHED_FILE)} says training reached its steps "
+                                  "already: nothing to train; telling every task")
+    server.finish(FINISHED_LINGER)
+    return EXIT_OK
 
 
 def evaluate_checkpoints(model_dir: str, link, report: events.Reporter,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from . import control, events
+from . import events
+from .ending import Ending
 from .errors import EXIT_OK, SetupError
 from .settings import Task
 
@@ -42,22 +43,10 @@ def start(task: Task) -> tf.distribute.Server:
         raise SetupError(f"could not start the TF server at {task.address}: {text.splitlines()[0]}") from None
 
 
-def serve_until_done(task: Task, report: events.Reporter) -> int:
-    """PS and tf2 workers: start the server, then wait for the chief's DONE."""
+def serve_until_done(task: Task, report: events.Reporter, ending: Ending) -> int:
+    """PS and tf2 workers: start the server, then wait for the chief's DONE (or ABORT)."""
     start(task)
     report(events.UP, address=task.address, threads=f"{task.intra_op}/{task.inter_op}", protocol=task.protocol)
-    link = control.ChiefLink(task.control_address, task.job, task.name, absence_limit(task),
-                             notice=lambda message: report(events.NOTICE, message=message))
-    link.run()  # raises when the chief stays away for too long
+    ending.link().run()  # raises when the chief stays away for too long, or stops the training
     report(events.NOTICE, message="the chief says training is over")
     return EXIT_OK
-
-
-def absence_limit(task: Task) -> float:
-    """How long a task waits for an absent chief: twice the chief's own startup deadline.
-
-    A restarting chief needs its pod restart, its TensorFlow import and up to
-    startupTimeoutSeconds for the other tasks; twice that is ample, and still
-    ends the task (and frees its cores) when the chief is gone for good.
-    """
-    return 2.0 * task.training.startup_timeout

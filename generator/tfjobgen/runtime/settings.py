@@ -2,7 +2,8 @@
 
 The generator writes these variables into every pod (generator/tfjobgen/tuning.py):
 TF_CONFIG, TF_NUM_INTRAOP_THREADS, TF_NUM_INTEROP_THREADS, TFJOBGEN_JOB,
-TFJOBGEN_API, TFJOBGEN_PROTOCOL, TFJOBGEN_CONTROL_ADDRESS and TFJOBGEN_TRAINING.
+TFJOBGEN_API, TFJOBGEN_PROTOCOL, TFJOBGEN_CONTROL_ADDRESS, TFJOBGEN_TRAINING,
+TFJOBGEN_EVALUATOR, TFJOBGEN_TASK_RETRIES and TFJOBGEN_TASK_FAILURES.
 `from_env` turns them into one frozen `Task`, or raises SetupError with one
 line that names the variable at fault. Pure: no TensorFlow, no I/O.
 """
@@ -48,12 +49,15 @@ class Task:
     protocol: str
     role: str
     index: int
-    cluster: dict[str, tuple[str, ...]]  # every role's host:port, as TF_CONFIG lists them
+    cluster: dict[str, tuple[str, ...]]  # every training task's host:port, as TF_CONFIG lists them
     control_address: str  # host:port of the chief's control server
     intra_op: int
     inter_op: int
     training: Training
     notes: tuple[str, ...] = field(default=())  # adjustments a person should know about
+    has_evaluator: bool = False  # the job has an evaluator (outside the cluster): the chief admits it
+    retries: int | None = None  # failures this task may have before it fails for good (None: unknown)
+    failures: int | None = None  # how often it failed before (None: its controller does not say)
 
     @property
     def name(self) -> str:
@@ -61,7 +65,14 @@ class Task:
 
     @property
     def address(self) -> str:
-        return self.cluster[self.role][self.index]
+        """Its TF server's address ("" for the evaluator, which serves nothing)."""
+        hosts = self.cluster.get(self.role, ())
+        return hosts[self.index] if self.index < len(hosts) else ""
+
+    @property
+    def last_attempt(self) -> bool:
+        """True when one more failure is for good: the Job controller replaces it no more."""
+        return self.failures is not None and self.retries is not None and self.failures >= self.retries
 
     @property
     def num_ps(self) -> int:
@@ -76,8 +87,9 @@ class Task:
 
     @property
     def training_cluster(self) -> dict[str, list[str]]:
-        """The cluster TF servers form: the evaluator reads checkpoints and takes no part."""
-        return {role: list(hosts) for role, hosts in self.cluster.items() if role != "evaluator"}
+        """The cluster TF servers form: the evaluator reads checkpoints and takes no part
+        (a TF_CONFIG of an older tfjobgen may still list it)."""
+        return {role: list(hosts) for role, hosts in self.cluster.items() if role in contract.TRAINING_ROLES}
 
     def describe(self, names: list[str]) -> str:
         """'ps:1 (host:port), worker:0 (host:port)' for error messages."""
@@ -86,8 +98,10 @@ class Task:
     @property
     def control_clients(self) -> list[str]:
         """Every task that talks to the chief's control server: all but the chief itself."""
-        return [f"{role}:{i}" for role in ROLES for i in range(len(self.cluster.get(role, ())))
-                if f"{role}:{i}" != self.name]
+        names = [f"{role}:{i}" for role in contract.TRAINING_ROLES for i in range(len(self.cluster.get(role, ())))]
+        if self.has_evaluator:
+            names.append("evaluator:0")
+        return sorted((n for n in names if n != self.name), key=lambda n: (ROLES.index(n.split(":")[0]), n))
 
     @property
     def peers(self) -> list[str]:
@@ -130,9 +144,12 @@ def cluster_and_task(tf_config: str) -> tuple[dict[str, tuple[str, ...]], str, i
             split_address(address)
         hosts[role] = tuple(addresses)
     role, index = task.get("type"), task.get("index")
-    if role not in hosts:
+    if role == "evaluator" and "evaluator" not in hosts:  # TensorFlow's rule: it is not in the cluster
+        if index != 0:
+            raise SetupError(f"TF_CONFIG task.index {index!r} of the evaluator must be 0: a job has one")
+    elif role not in hosts:
         raise SetupError(f"TF_CONFIG task.type {role!r} is not a role of the cluster ({', '.join(hosts)})")
-    if not isinstance(index, int) or not 0 <= index < len(hosts[role]):
+    elif not isinstance(index, int) or not 0 <= index < len(hosts[role]):
         raise SetupError(f"TF_CONFIG task.index {index!r} is out of range: the cluster has "
                          f"{len(hosts[role])} {role} task(s)")
     for role_needed in ("ps", "worker"):
@@ -221,4 +238,16 @@ def from_env(env: dict[str, str], cpus: int) -> Task:
     intra, inter, notes = thread_pools(env, role, api, cpus)
     return Task(job=env.get(contract.JOB_ENV, "").strip() or "job", api=api, protocol=protocol, role=role,
                 index=index, cluster=cluster, control_address=control, intra_op=intra, inter_op=inter,
-                training=training, notes=notes)
+                training=training, notes=notes,
+                has_evaluator=env.get(contract.EVALUATOR_ENV, "").strip() == "1" or "evaluator" in cluster,
+                retries=_count(env, contract.RETRIES_ENV), failures=_count(env, contract.FAILURES_ENV))
+
+
+def _count(env: dict[str, str], name: str) -> int | None:
+    """A whole number from the environment; None when it is unset or empty (nobody counted)."""
+    text = env.get(name, "").strip()
+    if not text:
+        return None
+    if not text.isdigit():
+        raise SetupError(f"{name}={text!r} is not a whole number")
+    return int(text)

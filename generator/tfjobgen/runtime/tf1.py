@@ -21,6 +21,7 @@ import time
 import tensorflow as tf
 
 from . import control, data, events, model as model_lib, modeldir, optimizers, servers, sharding
+from .ending import Ending, absence_limit
 from .errors import EXIT_OK, TaskFailed
 from .settings import Task
 from .tf2 import EVAL_BATCHES, LINGER
@@ -113,7 +114,7 @@ def _placement(num_ps: int) -> sharding.Placement:
 
 
 def run_trainer(task: Task, report: events.Reporter, control_server: control.ChiefServer | None,
-                started: float) -> int:
+                started: float, ending: Ending) -> int:
     """A tf1 worker; the chief is the worker with is_chief (the chief task, or worker 0 without one),
     which gets the control server, already listening since `started` (time.monotonic())."""
     training = task.training
@@ -124,14 +125,15 @@ def run_trainer(task: Task, report: events.Reporter, control_server: control.Chi
                                   f"protocol {task.protocol})")
 
     link = None
+    if task.is_chief and modeldir.finished(training.model_dir, task.job, training.steps):
+        return modeldir.already_finished(training.model_dir, report, control_server)
     if task.is_chief:
         missing = control_server.wait_until_up(task.peers, training.startup_timeout - (time.monotonic() - started))
         if missing:
             raise TaskFailed(f"{task.describe(missing)} did not come up within {training.startup_timeout} s "
                              "(startupTimeoutSeconds): never registered with the chief")
     else:
-        link = control.ChiefLink(task.control_address, task.job, task.name, servers.absence_limit(task),
-                                 notice=lambda message: report(events.NOTICE, message=message))
+        link = ending.link()
         link.start_in_background()
 
     # Round-robin over the PS: a partitioned variable's N shards land on N different PS.
@@ -161,7 +163,7 @@ def run_trainer(task: Task, report: events.Reporter, control_server: control.Chi
         # wrong for the chief's own disk (see modeldir.py). Built here, under the worker's device.
         saver = tf.compat.v1.train.Saver(sharded=modeldir.shared(training.model_dir), max_to_keep=3)
 
-    watchdog = Watchdog(lambda message: report(events.ERROR, message=message))
+    watchdog = Watchdog(ending.watchdog_expired)
     explain = (lambda: "") if control_server is None else (
         lambda: f"not connected to the chief: {task.describe(gone)}"
         if (gone := control_server.missing(task.peers)) else "")
@@ -184,7 +186,7 @@ def run_trainer(task: Task, report: events.Reporter, control_server: control.Chi
     else:
         creator = _QuickSessionCreator(tf.compat.v1.train.Scaffold(saver=saver), server.target,
                                        servers.session_config(task),
-                                       max_wait_secs=servers.absence_limit(task))
+                                       max_wait_secs=absence_limit(task))
 
     watchdog.arm("creating the session (reaching the PS)",
                  max(training.startup_timeout - (time.monotonic() - started), 30.0), explain)
@@ -215,6 +217,7 @@ def run_trainer(task: Task, report: events.Reporter, control_server: control.Chi
     final_step = getattr(progress, "final_step", int(step) if first is not None else 0)
     rate = (final_step - int(first)) / seconds if first is not None and seconds > 0 else 0.0
     modeldir.write_placement(training.model_dir, training.partitioner, task.cluster["ps"], placement)
+    modeldir.write_finished(training.model_dir, task.job, final_step)
     report(events.FINISHED, step=final_step, loss=round(float(last_loss), 5),
            seconds=round(seconds, 1), steps_per_sec=round(rate, 2),
            examples_per_sec=round(rate * training.batch_size))
@@ -222,12 +225,11 @@ def run_trainer(task: Task, report: events.Reporter, control_server: control.Chi
     return EXIT_OK
 
 
-def run_evaluator(task: Task, report: events.Reporter) -> int:
+def run_evaluator(task: Task, report: events.Reporter, ending: Ending) -> int:
     """Score every new checkpoint on the same held-out batches until the chief says done."""
     training = task.training
     tf.compat.v1.disable_eager_execution()
-    link = control.ChiefLink(task.control_address, task.job, task.name, servers.absence_limit(task),
-                             notice=lambda message: report(events.NOTICE, message=message))
+    link = ending.link()
     link.start_in_background()
     report(events.UP, model_dir=training.model_dir)
     files = [] if training.data_format == "synthetic" else data.check_paths(training.data_paths)

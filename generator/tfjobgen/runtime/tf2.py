@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import tensorflow as tf
 
-from . import control, data, events, model as model_lib, modeldir, optimizers, servers, sharding
+from . import control, data, events, model as model_lib, modeldir, optimizers, sharding
+from .ending import Ending
 from .errors import EXIT_OK, TaskFailed
 from .settings import Task, Training
 from .watchdog import Watchdog
@@ -45,10 +46,13 @@ class _Variables:
         return list(self.model.variables) + self.optimizer.slot_variables() + [self.step]
 
 
-def run_chief(task: Task, report: events.Reporter, server: control.ChiefServer, started: float) -> int:
+def run_chief(task: Task, report: events.Reporter, server: control.ChiefServer, started: float,
+              ending: Ending) -> int:
     """`server` is the control server, already listening since `started` (time.monotonic())."""
     training = task.training
     files = [] if training.data_format == "synthetic" else data.check_paths(training.data_paths)
+    if modeldir.finished(training.model_dir, task.job, training.steps):
+        return modeldir.already_finished(training.model_dir, report, server)
     missing = server.wait_until_up(task.peers, training.startup_timeout - (time.monotonic() - started))
     if missing:
         raise TaskFailed(f"{task.describe(missing)} did not come up within {training.startup_timeout} s "
@@ -59,7 +63,7 @@ def run_chief(task: Task, report: events.Reporter, server: control.ChiefServer, 
         gone = server.missing(task.peers)
         return f"not connected to the chief: {task.describe(gone)}" if gone else ""
 
-    watchdog = Watchdog(lambda message: report(events.ERROR, message=message))
+    watchdog = Watchdog(ending.watchdog_expired)
     watchdog.arm("connecting to the cluster and creating the variables",
                  max(training.startup_timeout - (time.monotonic() - started), 30.0), not_connected)
     strategy = tf.distribute.experimental.ParameterServerStrategy(
@@ -103,6 +107,7 @@ def run_chief(task: Task, report: events.Reporter, server: control.ChiefServer, 
     watchdog.disarm()
 
     modeldir.write_placement(training.model_dir, training.partitioner, task.cluster["ps"], placement)
+    modeldir.write_finished(training.model_dir, task.job, summary["step"])
     report(events.FINISHED, **summary)
     # TensorFlow deletes a tf.function's remote copies when the function is freed; the tasks are gone
     # once they hear DONE, so keep it all alive until the process ends (main exits without cleanup).
@@ -206,15 +211,14 @@ def _short(err: tf.errors.OpError) -> str:
     return f"{type(err).__name__}: {(lines[0] if lines else text.strip())[:200]}"
 
 
-def run_evaluator(task: Task, report: events.Reporter) -> int:
+def run_evaluator(task: Task, report: events.Reporter, ending: Ending) -> int:
     """Score every new checkpoint of modelDir on the same held-out batches, until the chief says done.
 
     It needs to see the chief's modelDir: a shared filesystem (hdfs://, gs://, a
     volume), or one machine under run-local. Within a pod's own /tmp it finds none.
     """
     training = task.training
-    link = control.ChiefLink(task.control_address, task.job, task.name, servers.absence_limit(task),
-                             notice=lambda message: report(events.NOTICE, message=message))
+    link = ending.link()
     link.start_in_background()
     files = [] if training.data_format == "synthetic" else data.check_paths(training.data_paths)
     model = model_lib.WideDeep(training.vocabulary_size, training.embedding_dim, training.hidden_units,

@@ -1,0 +1,143 @@
+"""TF_CONFIG by TensorFlow's rules, and addresses that reach exactly their pod.
+
+- `cluster` lists the training tasks; the evaluator is outside it and finds itself as
+  evaluator:0 (TensorFlow's TFConfigClusterResolver and multi_worker_util, and Kubeflow's
+  TFJob, want it so). Checked with the real TensorFlow on every pod of every example job.
+- every address is namespace-relative (`<pod>.<service>:<port>`) and, through the pod's
+  DNS search path (tests/cluster_dns.py), reaches the pod of that very task, in whatever
+  namespace the objects end up.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from cluster_dns import ClusterDNS, candidates
+
+from conftest import JOBS, REPO, need, render
+from tfjobgen import backends, contract
+
+GOLDEN = REPO / "tests" / "golden"
+EXAMPLES = [(p, None) for p in sorted(JOBS.glob("*.yaml")) if p.name != "kustomization.yaml"] + [
+    (case / "job.yaml", case / "profile.yaml" if (case / "profile.yaml").exists() else None)
+    for case in sorted(GOLDEN.iterdir()) if (case / "job.yaml").exists()]
+
+
+def _example_objects() -> list[tuple[str, list[dict]]]:
+    return [(path.relative_to(REPO).as_posix(), render(path, profile=profile)) for path, profile in EXAMPLES]
+
+
+# ---- the DNS model, on the documentation's own cases ----------------------------------------
+
+def _pod_and_service(namespace="my-namespace", publish=True, headless=True):
+    from tfjobgen.pods import make_pod
+
+    template = {"metadata": {"labels": {"name": "busybox"}},
+                "spec": {"hostname": "busybox-1", "subdomain": "busybox-subdomain", "containers": [{"name": "c"}]}}
+    pod = make_pod("busybox1", namespace, template, {}, index=0, hostname="busybox-1")
+    spec = {"selector": {"name": "busybox"}, "publishNotReadyAddresses": publish}
+    if headless:
+        spec["clusterIP"] = "None"
+    service = {"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "busybox-subdomain", "namespace": namespace}, "spec": spec}
+    return pod, service
+
+
+def test_the_dns_model_follows_the_documented_cases():
+    pod, service = _pod_and_service()
+    dns = ClusterDNS([service], [pod], domain="cluster-domain.example")
+    # The documentation's example record, and the short form through the search path.
+    assert dns.resolve("busybox-1.busybox-subdomain.my-namespace.svc.cluster-domain.example", "default") is pod
+    assert dns.resolve("busybox-1.busybox-subdomain", "my-namespace") is pod
+    assert dns.resolve("busybox-1.busybox-subdomain", "default") is None, "the search path is the asking pod's"
+    # ndots 5: fewer dots are searched first, five or more are tried as written first.
+    assert candidates("a.b", "ns", "cluster.local")[0] == "a.b.ns.svc.cluster.local"
+    assert candidates("a.b.c.d.e.f", "ns", "cluster.local")[0] == "a.b.c.d.e.f"
+    # No record without a headless Service that publishes the pod before it is ready.
+    for changed in (dict(publish=False), dict(headless=False)):
+        pod, service = _pod_and_service(**changed)
+        assert ClusterDNS([service], [pod]).resolve("busybox-1.busybox-subdomain", "my-namespace") is None
+
+
+# ---- every example job ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("moved_to", [None, "elsewhere"])
+def test_every_address_reaches_its_own_task_through_the_pods_search_path(moved_to):
+    """Also after a kustomization moved every object to another namespace: relative names move along."""
+    for name, objects in _example_objects():
+        if moved_to:
+            objects = [{**o, "metadata": {**o["metadata"], "namespace": moved_to}} for o in objects]
+        pods = backends.pods_of(objects)
+        by_task = {(p.role, p.index): p for p in pods}
+        for domain in ("cluster.local", "k8s.internal"):  # the addresses do not depend on the cluster domain
+            dns = ClusterDNS(objects, pods, domain)
+            for pod in pods:
+                cluster = json.loads(pod.env[contract.TF_CONFIG])["cluster"]
+                for role, addresses in cluster.items():
+                    for index, address in enumerate(addresses):
+                        host, port = address.rsplit(":", 1)
+                        target = dns.resolve(host, pod.namespace)
+                        assert target is by_task[(role, index)], f"{name}: {pod.task} dials {address}"
+                        assert int(port) in [p["containerPort"] for p in target.container["ports"]]
+
+
+def test_the_evaluator_is_outside_the_cluster_and_is_evaluator_0():
+    for name, objects in _example_objects():
+        for pod in backends.pods_of(objects):
+            config = json.loads(pod.env[contract.TF_CONFIG])
+            assert set(config["cluster"]) <= set(contract.TRAINING_ROLES), name
+            assert config["task"] == {"type": pod.role, "index": pod.index}, name
+    evaluator = [p for _, objects in _example_objects() for p in backends.pods_of(objects) if p.role == "evaluator"]
+    assert evaluator, "some example job has an evaluator"
+
+
+# TensorFlow's own reading of each TF_CONFIG, in a process of its own (importing TensorFlow takes seconds).
+_RESOLVE = """
+import json, os, sys
+import tensorflow as tf
+from tensorflow.python.distribute import multi_worker_util
+wrong = []
+for case in json.load(sys.stdin):
+    os.environ["TF_CONFIG"] = case["tf_config"]
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    spec = resolver.cluster_spec()
+    try:
+        multi_worker_util._validate_cluster_spec(spec, resolver.task_type, resolver.task_id)
+    except ValueError as err:
+        wrong.append([case["pod"], str(err)])
+        continue
+    seen = [resolver.task_type, resolver.task_id, sorted(spec.jobs)]
+    if resolver.task_type != "evaluator":
+        seen.append(spec.task_address(resolver.task_type, resolver.task_id))
+    else:
+        seen.append(multi_worker_util.is_chief(spec, "evaluator", 0))  # independent of the training cluster
+    if seen != case["expected"]:
+        wrong.append([case["pod"], seen, case["expected"]])
+print(json.dumps(wrong))
+"""
+
+
+def test_tensorflow_reads_every_tf_config_as_the_task_of_its_pod():
+    import importlib.util
+
+    need("tensorflow", "tensorflow" if importlib.util.find_spec("tensorflow") else None,
+         "install the runtime extra: pip install -e '.[runtime]'")
+    cases = []
+    for name, objects in _example_objects():
+        pods = backends.pods_of(objects)
+        by_task = {(p.role, p.index): p for p in pods}
+        roles = sorted({p.role for p in pods} & set(contract.TRAINING_ROLES))  # what TensorFlow must see
+        for pod in pods:
+            config = json.loads(pod.env[contract.TF_CONFIG])
+            own = True if pod.role == "evaluator" else next(
+                a for a in config["cluster"][pod.role] if a.startswith(by_task[(pod.role, pod.index)].hostname + "."))
+            cases.append({"pod": f"{name} {pod.task}", "tf_config": pod.env[contract.TF_CONFIG],
+                          "expected": [pod.role, pod.index, roles, own]})
+    proc = subprocess.run([sys.executable, "-c", _RESOLVE], input=json.dumps(cases), capture_output=True, text=True,
+                          timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == [], "TensorFlow reads these TF_CONFIGs otherwise"
+    assert len(cases) > 500 and any(c["expected"][0] == "evaluator" for c in cases)
