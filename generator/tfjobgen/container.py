@@ -48,13 +48,18 @@ def command(job: TrainingJob) -> list[str]:
 
 
 def ports(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[dict]:
-    """Container ports other tasks connect to (also what the NetworkPolicy opens)."""
+    """Container ports other tasks connect to (what the NetworkPolicy opens to the job's own pods)."""
     result = [{"containerPort": profile.grpc_port, "name": naming.grpc_port_name, "protocol": "TCP"}]
     if job.uses_star_server:
         result.append({"containerPort": profile.seastar_port, "name": "seastar", "protocol": "TCP"})
     if job.uses_runtime:
         result.append({"containerPort": profile.control_port, "name": "control", "protocol": "TCP"})
     return result
+
+
+def metrics_port(profile: ClusterProfile) -> dict:
+    """The port Prometheus scrapes: only the monitoring namespace reaches it (backends/common.py)."""
+    return {"containerPort": profile.metrics_port, "name": contract.METRICS_PORT_NAME, "protocol": "TCP"}
 
 
 def security_context(job: TrainingJob) -> dict:

@@ -38,6 +38,9 @@ INTER_OP_ENV = "TF_NUM_INTEROP_THREADS"
 OMP_ENV = "OMP_NUM_THREADS"
 THREAD_ENVS = (INTRA_OP_ENV, INTER_OP_ENV, OMP_ENV)
 ENDPOINT_MAP_PATH_ENV = "TF_SEASTAR_ENDPOINT_MAP_PATH"
+# The port the task serves Prometheus metrics on (tfjobgen's runtime serves its own there; a
+# program of your own may serve its metrics on it). run-local sets it to a free local port.
+METRICS_PORT_ENV = "TFJOBGEN_METRICS_PORT"
 GENERATED_PREFIX = "TFJOBGEN_"  # every variable of this prefix is tfjobgen's
 
 # ---- the job's ConfigMap -------------------------------------------------------------------
@@ -50,6 +53,8 @@ ENDPOINT_MAP_DIR = "/etc/tfjobgen/starserver"  # where the map is mounted in the
 
 CONTAINER_NAME = "tensorflow"  # also the name Kubeflow's TFJob operator looks for
 RUNTIME_COMMAND = ("python", "-m", "tfjobgen.runtime")
+METRICS_PORT_NAME = "metrics"  # the container port Prometheus scrapes (the PodMonitor names it)
+METRICS_PATH = "/metrics"
 SCRATCH_DIR = "/tmp"  # the writable emptyDir (also HOME)
 
 # ---- TensorFlow facts ----------------------------------------------------------------------

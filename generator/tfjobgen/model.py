@@ -27,6 +27,7 @@ class Role:
     cpu_limit: Fraction | None  # qos shared only; None means no limit
     memory: Fraction  # bytes
     memory_text: str  # as written, e.g. "4Gi"
+    gpu: int  # whole GPUs per task (0: none)
     intra_op: int | None  # explicit thread-pool sizes, None = derive from CPUs
     inter_op: int | None
     env: tuple[dict, ...]
@@ -113,6 +114,11 @@ class TrainingJob:
         return self.protocol in STAR_SERVER_PROTOCOLS
 
     @property
+    def gpu_roles(self) -> tuple[str, ...]:
+        """Roles whose tasks ask for GPUs."""
+        return tuple(name for name, role in self.roles.items() if role.gpu)
+
+    @property
     def uses_runtime(self) -> bool:
         """True when pods run tfjobgen's own training runtime."""
         return self.command is None
@@ -128,6 +134,7 @@ def _role(name: str, spec: dict) -> Role:
         cpu_limit=quantity.parse(cpu_limit) if cpu_limit is not None else None,
         memory=quantity.parse(spec["memory"]),
         memory_text=quantity.memory_text(spec["memory"]),
+        gpu=spec["gpu"],
         intra_op=threads.get("intraOp"),
         inter_op=threads.get("interOp"),
         env=tuple(spec.get("env", ())),

@@ -115,7 +115,7 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
         "env": tuning.env(job, profile, naming, role, index),
         "image": container.image(job, profile),
         "name": contract.CONTAINER_NAME,
-        "ports": container.ports(job, profile, naming),
+        "ports": container.ports(job, profile, naming) + [container.metrics_port(profile)],
         "securityContext": container.security_context(job),
         "volumeMounts": mounts,
     }
@@ -143,7 +143,7 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
         spec["tolerations"] = tolerations
     if job.service_account:
         spec["serviceAccountName"] = job.service_account
-    qos.apply(spec, job, role)
+    qos.apply(spec, job, profile, role)
     metadata = {"annotations": {labels.TOPOLOGY: job.topology.mode},
                 "labels": {**labels.for_task(job, role, index), **place.labels}}
     return {"metadata": metadata, "spec": spec}

@@ -43,6 +43,34 @@ class NodePool:
 
 
 @dataclass(frozen=True)
+class Gpu:
+    resource: str  # the device plugin's extended resource, e.g. nvidia.com/gpu
+    node_pool: str  # the pool of GPU nodes (spec.nodePools)
+    per_node: int
+
+
+@dataclass(frozen=True)
+class Alerts:
+    stalled_minutes: int
+    pending_minutes: int
+    hot_ps_ratio: float
+    restarts: int
+
+
+@dataclass(frozen=True)
+class Monitoring:
+    enabled: bool
+    namespace: str  # where Prometheus runs
+    pod_monitor_labels: dict[str, str]
+    rule_labels: dict[str, str]
+    interval: str
+    dashboards: bool
+    dashboard_namespace: str | None  # None: the job's own
+    dashboard_label: str
+    alerts: Alerts
+
+
+@dataclass(frozen=True)
 class ClusterProfile:
     name: str
     node: NodeShape
@@ -56,6 +84,7 @@ class ClusterProfile:
     grpc_port: int
     seastar_port: int
     control_port: int
+    metrics_port: int
     image_registry: str
     task_objects: str  # indexed | per-task
     run_as_user: int
@@ -63,6 +92,8 @@ class ClusterProfile:
     fs_group: int
     allow_no_jobs: bool
     own_program_deadline: int | None  # activeDeadlineSeconds for jobs with spec.command that set none
+    gpu: Gpu | None
+    monitoring: Monitoring
     embedded: bool = False  # the built-in default, which describes no real cluster
     origin: ProfileSource = field(default=ProfileSource(), compare=False, repr=False)
 
@@ -115,6 +146,7 @@ def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> 
         grpc_port=spec["ports"]["grpc"],
         seastar_port=spec["ports"]["seastar"],
         control_port=spec["ports"]["control"],
+        metrics_port=spec["ports"]["metrics"],
         image_registry=spec["imageRegistry"],
         task_objects=spec["taskObjects"],
         run_as_user=spec["podSecurity"]["runAsUser"],
@@ -122,7 +154,25 @@ def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> 
         fs_group=spec["podSecurity"]["fsGroup"],
         allow_no_jobs=spec["allowNoJobs"],
         own_program_deadline=spec.get("ownProgramDeadlineSeconds"),
+        gpu=Gpu(spec["gpu"]["resource"], spec["gpu"]["nodePool"], spec["gpu"]["perNode"]) if "gpu" in spec else None,
+        monitoring=_monitoring(spec["monitoring"]),
         origin=origin,
+    )
+
+
+def _monitoring(spec: dict) -> Monitoring:
+    dashboards, alerts = spec["dashboards"], spec["alerts"]
+    return Monitoring(
+        enabled=spec["enabled"],
+        namespace=spec["namespace"],
+        pod_monitor_labels=dict(spec["podMonitorLabels"]),
+        rule_labels=dict(spec["ruleLabels"]),
+        interval=spec["interval"],
+        dashboards=dashboards["enabled"],
+        dashboard_namespace=dashboards.get("namespace"),
+        dashboard_label=dashboards["label"],
+        alerts=Alerts(alerts["stalledMinutes"], alerts["pendingMinutes"], float(alerts["hotPsRatio"]),
+                      alerts["restarts"]),
     )
 
 
@@ -134,6 +184,10 @@ def check(profile: ClusterProfile) -> list[Problem]:
             known = ", ".join(profile.node_pools) or "none"
             problems.append(Problem(f"no node pool '{pool}' in spec.nodePools (pools: {known})",
                                     f"spec.isolatedPools.{role}"))
+    if profile.gpu is not None and profile.gpu.node_pool not in profile.node_pools:
+        known = ", ".join(profile.node_pools) or "none"
+        problems.append(Problem(f"no node pool '{profile.gpu.node_pool}' in spec.nodePools (pools: {known}): "
+                                "name the pool of GPU nodes", "spec.gpu.nodePool"))
     classes = profile.priority_classes
     if "worker" in classes and "ps" not in classes:
         problems.append(Problem(

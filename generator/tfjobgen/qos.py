@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from . import topology
+from . import contract, topology
 from .model import TrainingJob
 from .problems import WARNING, Problem
 from .profile import ClusterProfile
@@ -39,6 +39,13 @@ def cpu_budget(job: TrainingJob, role: str) -> int:
     return max(1, math.ceil(cpu_limit(job, role) or spec.cpu))
 
 
+def gpu_resources(job: TrainingJob, profile: ClusterProfile, role: str) -> dict:
+    """The role's GPUs as the device plugin's extended resource ({} when none). Extended resources
+    cannot be overcommitted: Kubernetes requires their request to equal their limit."""
+    count = job.roles[role].gpu
+    return {profile.gpu.resource: str(count)} if count and profile.gpu is not None else {}
+
+
 def resources(job: TrainingJob, role: str) -> dict:
     spec = job.roles[role]
     requests = {"cpu": cpu_text(spec.cpu), "memory": spec.memory_text}
@@ -49,11 +56,16 @@ def resources(job: TrainingJob, role: str) -> dict:
     return {"limits": limits, "requests": requests}
 
 
-def apply(pod_spec: dict, job: TrainingJob, role: str) -> dict:
-    """Size every container of `pod_spec` for the role's QoS."""
+def apply(pod_spec: dict, job: TrainingJob, profile: ClusterProfile, role: str) -> dict:
+    """Size every container of `pod_spec` for the role's QoS; the GPUs go to the training container
+    only (GPUs do not count towards a pod's QoS class, CPU and memory do)."""
+    gpus = gpu_resources(job, profile, role)
     for key in ("initContainers", "containers"):
         for container in pod_spec.get(key, []):
-            container["resources"] = resources(job, role)
+            sized = resources(job, role)
+            if gpus and container["name"] == contract.CONTAINER_NAME:
+                sized = {"limits": {**sized["limits"], **gpus}, "requests": {**sized["requests"], **gpus}}
+            container["resources"] = sized
     return pod_spec
 
 

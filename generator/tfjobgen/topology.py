@@ -74,8 +74,12 @@ def roles_needing_own_objects(job: TrainingJob) -> set[str]:
 
 
 def pools(job: TrainingJob, profile: ClusterProfile) -> dict[str, str]:
-    """role -> node pool name: the job's own choice, else (isolated jobs) the profile's default."""
+    """role -> node pool name: the job's own choice, else the profile's GPU pool for roles that ask
+    for GPUs, else (isolated jobs) the profile's default."""
     chosen = dict(job.topology.node_pools)
+    if profile.gpu is not None:
+        for role in job.gpu_roles:
+            chosen.setdefault(role, profile.gpu.node_pool)
     if job.topology.mode == "isolated":
         for role, pool in profile.isolated_pools.items():
             if role in job.roles:
@@ -145,7 +149,7 @@ def placement(job: TrainingJob, profile: ClusterProfile, role: str, index: int) 
 # ---- checks -------------------------------------------------------------------------------------
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
-    problems = _check_pools(job, profile)
+    problems = _check_pools(job, profile) + _check_gpu(job, profile)
     if problems:
         return problems
     chosen = pools(job, profile)
@@ -193,6 +197,33 @@ def _check_pools(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
         problems.append(Problem(
             "colocated puts PS and workers on the same servers, so they need the same node pool "
             f"(ps: {chosen.get('ps') or 'any'}, worker: {chosen.get('worker') or 'any'})",
+            "spec.topology.nodePools"))
+    return problems
+
+
+def _check_gpu(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
+    """GPU roles need the profile's GPU pool, and nothing that sends them elsewhere."""
+    if not job.gpu_roles:
+        return []
+    if profile.gpu is None:
+        return [Problem(f"asks for {job.roles[role].gpu} GPU(s) per task but profile '{profile.name}' has no GPU "
+                        "nodes (spec.gpu): use a cluster profile that has them, or set gpu: 0",
+                        f"spec.roles.{role}.gpu") for role in job.gpu_roles]
+    problems, gpu_pool = [], profile.gpu.node_pool
+    for role in job.gpu_roles:
+        pool = job.topology.node_pools.get(role)
+        if pool is not None and pool != gpu_pool:
+            problems.append(Problem(f"the {role} tasks ask for GPUs, which only pool '{gpu_pool}' has "
+                                    f"(profile spec.gpu.nodePool): name '{gpu_pool}' or remove the entry",
+                                    f"spec.topology.nodePools.{role}"))
+        if job.roles[role].gpu > profile.gpu.per_node:
+            problems.append(Problem(f"{job.roles[role].gpu} GPUs per task, but a node of pool '{gpu_pool}' has "
+                                    f"{profile.gpu.per_node} (profile spec.gpu.perNode)", f"spec.roles.{role}.gpu"))
+    chosen = pools(job, profile)
+    if job.topology.mode == "colocated" and chosen.get("ps") != chosen.get("worker") and not problems:
+        problems.append(Problem(
+            f"colocated puts PS beside their workers, and GPU tasks run in pool '{gpu_pool}': set "
+            f"spec.topology.nodePools ps and worker to '{gpu_pool}', or use another topology",
             "spec.topology.nodePools"))
     return problems
 

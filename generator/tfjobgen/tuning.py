@@ -82,6 +82,9 @@ def control_address(job: TrainingJob, profile: ClusterProfile, naming: Naming) -
     return f"{host}:{profile.control_port}"
 
 
+GPU_INTRA_OP = 2  # a GPU task's default intra-op pool (see threads)
+
+
 def threads(job: TrainingJob, role: str) -> tuple[int, int]:
     """(intra-op, inter-op) pool sizes: the role's CPUs unless overridden.
 
@@ -92,6 +95,10 @@ def threads(job: TrainingJob, role: str) -> tuple[int, int]:
     spec = job.roles[role]
     budget = max(1, qos.cpu_budget(job, role) - polling_cores(job, role))
     intra = spec.intra_op or budget
+    if spec.gpu and spec.intra_op is None:
+        # On a GPU task the device runs the heavy kernels; CPU intra-op threads only split the small
+        # host-side ops (input parsing, embedding lookups), and a pool as wide as the CPUs just spins.
+        intra = min(GPU_INTRA_OP, budget)
     inter = spec.inter_op or budget
     if job.api == "tf2" and role == "worker" and spec.inter_op is None:
         inter = max(contract.TF2_WORKER_MIN_INTER_OP, inter)
@@ -152,6 +159,7 @@ def env(job: TrainingJob, profile: ClusterProfile, naming: Naming, role: str, in
         _var(contract.INTER_OP_ENV, str(inter)),
         _var(contract.OMP_ENV, str(intra)),
         _var(contract.JOB_ENV, job.name),
+        _var(contract.METRICS_PORT_ENV, str(profile.metrics_port)),  # for the runtime, or your own program
         _var(contract.API_ENV, job.api),
         _var(contract.PROTOCOL_ENV, job.protocol),
     ]

@@ -142,6 +142,11 @@ def prepare(args) -> Prepared | None:
             notices.append(f"{name} comes from a Secret or resource field, which only a cluster has; "
                            "it is not set here")
 
+    gpus = sorted({f"{name} on {pod.role}" for pod in request.pods
+                   for name in pod.container.get("resources", {}).get("limits", {}) if name.endswith("/gpu")})
+    if gpus:
+        notices.append(f"the job asks for GPUs ({', '.join(gpus)}); run-local runs every task on this machine's "
+                       "CPUs and ignores the GPU limits")
     protocol = None
     if request.protocol != "grpc":
         if _has_star_server():

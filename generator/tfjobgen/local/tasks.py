@@ -45,6 +45,7 @@ class LocalTask:
     cpus: tuple[int, ...] | None = None  # pinned CPUs, None: any
     owner: str = ""  # the object whose controller runs it (its Job): a Job that fails stops all its tasks
     counts_failures: bool = False  # its controller tells each new pod its failure count (FAILURES_ENV)
+    metrics: str = ""  # host:port its Prometheus metrics are served on ("" when the pod names no metrics port)
 
     @property
     def name(self) -> str:
@@ -156,6 +157,7 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
         notices.append(f"StarServer endpoint map rewritten for {len(moved)} local tasks: "
                        f"{os.path.join(endpoint_dir, ENDPOINT_MAP_KEY)}")
 
+    metrics_ports = ports[-len(pods):]  # the last of ports_needed: one per task
     pinned = pin(request, counts, machine_cpus)
     training = _local_training(request.training, run_dir, overrides, notices)
     cluster_json = json.dumps(local_cluster, sort_keys=True, separators=(",", ":"))
@@ -181,6 +183,11 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
             env[contract.EVALUATOR_ENV] = "1" if counts.get("evaluator") else "0"
         if overrides.retries is not None and contract.RETRIES_ENV in env:
             env[contract.RETRIES_ENV] = str(overrides.retries)
+        metrics = ""
+        if contract.METRICS_PORT_ENV in env:  # the pod's metrics port; here, a free one per task
+            port = metrics_ports.pop(0)
+            env[contract.METRICS_PORT_ENV] = str(port)
+            metrics = f"127.0.0.1:{port}"
         task_dir = os.path.join(run_dir, "tasks", f"{pod.role}-{pod.index}")
         if env.get("HOME") == contract.SCRATCH_DIR:  # the pod's writable emptyDir; here, the task's own directory
             env["HOME"] = task_dir
@@ -193,7 +200,10 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
             command[0] = sys.executable  # this Python, which has tfjobgen (and TensorFlow)
         address = local_cluster[pod.role][pod.index] if pod.role in local_cluster else ""
         tasks.append(LocalTask(pod.role, pod.index, command, env, address, cpus, owner=pod.owner,
-                               counts_failures=bool(env.get(contract.FAILURES_ENV))))
+                               counts_failures=bool(env.get(contract.FAILURES_ENV)), metrics=metrics))
+    served = [f"{t.name} http://{t.metrics}{contract.METRICS_PATH}" for t in tasks if t.metrics]
+    if served:
+        notices.append("Prometheus metrics at " + ", ".join(served))
     if pinned is None:
         total = sum(math.ceil(request.cpus[role]) * n for role, n in counts.items())
         notices.append(f"tasks are not pinned to CPUs: they would need {total} and this machine has "
@@ -203,9 +213,10 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
 
 
 def ports_needed(request: JobRequest, counts: dict[str, int]) -> int:
-    """One TF port per task, one control port, and one seastar port per task with StarServer."""
+    """One TF port per task, one control port, one seastar port per task with StarServer, and one
+    metrics port per task."""
     tasks = sum(counts.values())
-    return tasks + 1 + (tasks if request.endpoint_map is not None else 0)
+    return tasks + 1 + (tasks if request.endpoint_map is not None else 0) + tasks
 
 
 def rewrite_endpoint_map(text: str, moved: dict[str, str], ports: list[int]) -> str:

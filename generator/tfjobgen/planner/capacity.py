@@ -115,6 +115,7 @@ class _Node:
     pool: str
     cpu: int  # free millicores (whole numbers: the packing compares them millions of times)
     memory: int  # free bytes
+    gpu: int  # free GPUs (0 on nodes outside the profile's GPU pool)
     roles: list[str] = field(default_factory=list)
     ps: set = field(default_factory=set)
 
@@ -129,6 +130,11 @@ def pool_of(job: TrainingJob, profile: ClusterProfile, role: str) -> str | None:
     return topology.pools(job, profile).get(role)
 
 
+def _gpus_per_node(profile: ClusterProfile, pool: str | None) -> int:
+    """GPUs on one node of `pool`: the profile's spec.gpu.perNode in its GPU pool, none elsewhere."""
+    return profile.gpu.per_node if profile.gpu is not None and pool == profile.gpu.node_pool else 0
+
+
 def capacity(job: TrainingJob, profile: ClusterProfile) -> Capacity:
     pools = {role: pool_of(job, profile, role) for role in job.roles}
     roles = []
@@ -136,6 +142,8 @@ def capacity(job: TrainingJob, profile: ClusterProfile) -> Capacity:
         if name in job.roles:
             spec, node = job.roles[name], profile.node_for(pools[name])
             per_node = min(node.cpu // spec.cpu if spec.cpu else 10 ** 6, node.memory // spec.memory)
+            if spec.gpu:
+                per_node = min(per_node, _gpus_per_node(profile, pools[name]) // spec.gpu)
             roles.append(RoleFit(name, spec.replicas, spec.cpu, spec.memory, pools[name] or NO_POOL, node,
                                  int(per_node)))
     counts = {(pools[r] or NO_POOL): profile.node_count_for(pools[r]) for r in job.roles}
@@ -183,8 +191,9 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
         spec = job.roles[role]
         pool = pool_of(job, profile, role) or NO_POOL
         shape = profile.node_for(pool_of(job, profile, role))
-        cpu, memory = _milli(spec.cpu), math.ceil(spec.memory)
-        fits_a_node = cpu <= _milli(shape.cpu) and memory <= math.ceil(shape.memory)
+        cpu, memory, gpu = _milli(spec.cpu), math.ceil(spec.memory), spec.gpu
+        node_gpus = _gpus_per_node(profile, pool_of(job, profile, role))
+        fits_a_node = cpu <= _milli(shape.cpu) and memory <= math.ceil(shape.memory) and gpu <= node_gpus
         # Nodes only fill up and the rules only get stricter as tasks arrive, so a node that cannot take
         # a task of this role now never will: each scan starts where the last one gave up.
         start = {True: 0, False: 0}
@@ -192,7 +201,7 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
         def first(strict: bool, index: int) -> _Node | None:
             while start[strict] < len(nodes):
                 node = nodes[start[strict]]
-                if node.pool == pool and node.cpu >= cpu and node.memory >= memory and \
+                if node.pool == pool and node.cpu >= cpu and node.memory >= memory and node.gpu >= gpu and \
                         allowed(node, role, index, strict):
                     return node
                 start[strict] += 1
@@ -201,22 +210,24 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
         for index in range(spec.replicas):
             if mode == "colocated" and role == "worker":  # beside its PS, or nowhere
                 home = homes.get(index // per_group)
-                target = home if home and home.pool == pool and home.cpu >= cpu and home.memory >= memory else None
+                target = home if home and home.pool == pool and home.cpu >= cpu and home.memory >= memory \
+                    and home.gpu >= gpu else None
             else:
                 target = first(True, index)
                 if target is None and fits_a_node:
                     if counts.get(pool) is None or opened.get(pool, 0) < counts[pool]:
-                        target = _Node(pool, _milli(shape.cpu), math.ceil(shape.memory))
+                        target = _Node(pool, _milli(shape.cpu), math.ceil(shape.memory), node_gpus)
                         nodes.append(target)
                         opened[pool] = opened.get(pool, 0) + 1
                 if target is None and preferred and role == "ps":  # a preference yields when nodes run out
                     target = first(False, index)
             if target is None:
-                reason, fix = _why_pending(job, mode, role, index, spec, shape, pool, counts, nodes)
+                reason, fix = _why_pending(job, mode, role, index, spec, shape, node_gpus, pool, counts, nodes)
                 pending.setdefault((role, reason, fix), []).append(index)
                 continue
             target.cpu -= cpu
             target.memory -= memory
+            target.gpu -= gpu
             target.roles.append(role)
             if role == "ps":
                 target.ps.add(index)
@@ -228,10 +239,13 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
                                      for (role, reason, fix), indexes in pending.items()))
 
 
-def _why_pending(job, mode, role, index, spec, shape, pool, counts, nodes) -> tuple[str, str]:
+def _why_pending(job, mode, role, index, spec, shape, node_gpus, pool, counts, nodes) -> tuple[str, str]:
     """Why a task finds no node, and the field that would change that."""
     size = f"{describe_cpu(spec.cpu)} CPU, {describe_bytes(spec.memory)}"
     replicas = f"spec.roles.{role}.replicas"
+    if spec.gpu > node_gpus:
+        return f"one task ({spec.gpu} GPUs) needs more than a node of pool {pool} has ({node_gpus})", \
+            f"spec.roles.{role}.gpu"
     if spec.cpu > shape.cpu or spec.memory > shape.memory:
         node = f"{describe_cpu(shape.cpu)} CPU, {describe_bytes(shape.memory)}"
         return f"one task ({size}) is larger than a node ({node})", f"spec.roles.{role}"

@@ -72,15 +72,20 @@ class Workload:
     order_known: bool = True  # False for a checkpoint: it lists variables by name
 
 
+def reference_variables(api: str, optimizer: str, batch_size: int, vocabulary: int, embedding_dim: int,
+                        hidden_units: tuple[int, ...]) -> tuple[Variable, ...]:
+    """The reference model's variables as the runtime creates them (the runtime's PS count their bytes)."""
+    slots = len(layout.SLOTS[optimizer])
+    return tuple(Variable(v.name, v.shape, v.dtype, v.trainable, slots if v.trainable else 0,
+                          v.lookups_per_example * batch_size)
+                 for v in layout.created_variables(api, vocabulary, embedding_dim, hidden_units))
+
+
 def from_training(job: model.TrainingJob) -> Workload:
     """tfjobgen's runtime: the reference model at the job's size, as the runtime creates it."""
     training, shape = job.training, job.training["model"]
-    slots = len(layout.SLOTS[training["optimizer"]])
-    found = tuple(
-        Variable(v.name, v.shape, v.dtype, v.trainable, slots if v.trainable else 0,
-                 v.lookups_per_example * training["batchSize"])
-        for v in layout.created_variables(job.api, shape["vocabularySize"], shape["embeddingDim"],
-                                          tuple(shape["hiddenUnits"])))
+    found = reference_variables(job.api, training["optimizer"], training["batchSize"], shape["vocabularySize"],
+                                shape["embeddingDim"], tuple(shape["hiddenUnits"]))
     return Workload("spec.training (tfjobgen's runtime)", found, training["partitioner"], training["minShardBytes"],
                     training["optimizer"], RULES_ON_WORKER, "spec.training")
 

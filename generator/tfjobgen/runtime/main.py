@@ -40,12 +40,16 @@ def main(argv: list[str]) -> int:
 
 
 def run_task(env: dict[str, str]) -> int:
+    started = time.monotonic()
     try:
         task = settings.from_env(env, cpus=len(os.sched_getaffinity(0)))
+        metrics, note = _metrics(task, started)
     except SetupError as err:
         print(events.line(events.ERROR, message=str(err)), flush=True)
         return EXIT_SETUP
-    report = events.Reporter(task.name)
+    report = events.Reporter(task.name, listener=metrics.observe if metrics else None)
+    if note:
+        report(events.NOTICE, message=note)
     for note in task.notes:
         report(events.NOTICE, message=note)
     if task.last_attempt:
@@ -57,6 +61,24 @@ def run_task(env: dict[str, str]) -> int:
     ending.before_exit(code, reason)
     report(events.EXIT, code=code)
     return code
+
+
+def _metrics(task: settings.Task, started: float):
+    """(the task's metrics, serving on its metrics port, or None; a notice when it serves none)."""
+    if task.metrics_port is None:
+        return None, ""
+    try:
+        from .metrics import Metrics
+
+        metrics = Metrics(task, started)
+    except ImportError:  # the `runtime` extra brings it: an image of your own may not
+        return None, "prometheus-client is not installed: this task serves no metrics"
+    try:
+        metrics.serve()
+    except OSError as err:
+        raise SetupError(f"could not serve metrics on port {task.metrics_port}: the port is in use ({err})") \
+            from None
+    return metrics, f"metrics served on port {task.metrics_port}"
 
 
 def _prepare_tensorflow(task: settings.Task) -> None:

@@ -3,7 +3,7 @@
 The generator writes these variables into every pod (generator/tfjobgen/tuning.py):
 TF_CONFIG, TF_NUM_INTRAOP_THREADS, TF_NUM_INTEROP_THREADS, TFJOBGEN_JOB,
 TFJOBGEN_API, TFJOBGEN_PROTOCOL, TFJOBGEN_CONTROL_ADDRESS, TFJOBGEN_TRAINING,
-TFJOBGEN_EVALUATOR, TFJOBGEN_TASK_RETRIES and TFJOBGEN_TASK_FAILURES.
+TFJOBGEN_EVALUATOR, TFJOBGEN_TASK_RETRIES, TFJOBGEN_TASK_FAILURES and TFJOBGEN_METRICS_PORT.
 `from_env` turns them into one frozen `Task`, or raises SetupError with one
 line that names the variable at fault. Pure: no TensorFlow, no I/O.
 """
@@ -58,6 +58,7 @@ class Task:
     has_evaluator: bool = False  # the job has an evaluator (outside the cluster): the chief admits it
     retries: int | None = None  # failures this task may have before it fails for good (None: unknown)
     failures: int | None = None  # how often it failed before (None: its controller does not say)
+    metrics_port: int | None = None  # where it serves Prometheus metrics (None: it serves none)
 
     @property
     def name(self) -> str:
@@ -240,7 +241,8 @@ def from_env(env: dict[str, str], cpus: int) -> Task:
                 index=index, cluster=cluster, control_address=control, intra_op=intra, inter_op=inter,
                 training=training, notes=notes,
                 has_evaluator=env.get(contract.EVALUATOR_ENV, "").strip() == "1" or "evaluator" in cluster,
-                retries=_count(env, contract.RETRIES_ENV), failures=_count(env, contract.FAILURES_ENV))
+                retries=_count(env, contract.RETRIES_ENV), failures=_count(env, contract.FAILURES_ENV),
+                metrics_port=_count(env, contract.METRICS_PORT_ENV))
 
 
 def _count(env: dict[str, str], name: str) -> int | None:
