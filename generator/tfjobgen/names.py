@@ -31,6 +31,18 @@ def network_policy(job: TrainingJob) -> str:
     return job.name
 
 
+def dashboard(job: TrainingJob) -> str:
+    """The ConfigMap holding the job's Grafana dashboard (monitoring.py)."""
+    return f"{job.name}-dashboard"
+
+
+def pods_pattern(job: TrainingJob) -> str:
+    """A regular expression for the names of the job's pods as the Job controller names them:
+    `<job>-<role>-<index>-<random suffix>` (an Indexed Job `<job>-<role>` adds the index, a Job per
+    task is already `<job>-<role>-<index>`). Metrics that know pods only by name select with it."""
+    return f"{job.name}-({'|'.join(job.roles)})-[0-9]+-.+"
+
+
 def role_workload(job: TrainingJob, role: str) -> str:
     """An Indexed Job running all tasks of a role; Kubernetes names its pods' hosts `<this>-<i>`."""
     return f"{job.name}-{role}"

@@ -7,6 +7,8 @@ from collections import defaultdict
 from .. import container, contract, labels, names
 from ..plan import JobPlan
 
+NAMESPACE_NAME = "kubernetes.io/metadata.name"  # the label every namespace carries: its own name
+
 # Intent annotations that describe the intent itself, not its objects.
 _BOOKKEEPING_PREFIXES = ("kustomize.config.k8s.io/", "config.kubernetes.io/", "internal.config.kubernetes.io/",
                          "config.k8s.io/", "kubectl.kubernetes.io/")
@@ -48,18 +50,27 @@ def config_map(plan: JobPlan) -> dict:
 
 
 def network_policy(plan: JobPlan) -> dict:
-    """Only the job's own pods reach its ports."""
+    """Only the job's own pods reach its ports; with monitoring on, the monitoring namespace's pods
+    also reach the metrics port (and no other). The namespace is matched by the
+    kubernetes.io/metadata.name label the API server sets on every namespace (GA since 1.22)."""
     job = plan.job
+    ingress = [{
+        "from": [{"podSelector": {"matchLabels": labels.job_selector(job)}}],
+        "ports": [{"port": p["containerPort"], "protocol": "TCP"}
+                  for p in container.ports(job, plan.profile, plan.naming)],
+    }]
+    monitoring = plan.profile.monitoring
+    if monitoring.enabled:
+        ingress.append({
+            "from": [{"namespaceSelector": {"matchLabels": {NAMESPACE_NAME: monitoring.namespace}}}],
+            "ports": [{"port": plan.profile.metrics_port, "protocol": "TCP"}],
+        })
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": metadata(plan, names.network_policy(job), labels.recommended(job, "cluster")),
         "spec": {
-            "ingress": [{
-                "from": [{"podSelector": {"matchLabels": labels.job_selector(job)}}],
-                "ports": [{"port": p["containerPort"], "protocol": "TCP"}
-                          for p in container.ports(job, plan.profile, plan.naming)],
-            }],
+            "ingress": ingress,
             "podSelector": {"matchLabels": labels.job_selector(job)},
             "policyTypes": ["Ingress"],
         },

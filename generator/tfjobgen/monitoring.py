@@ -1,0 +1,137 @@
+"""Monitoring objects of one job, for clusters whose profile turns monitoring on (spec.monitoring).
+
+    PodMonitor      Prometheus Operator scrapes every task's `metrics` port (runtime/metrics.py)
+    PrometheusRule  the alerts docs/observability.md explains, one group per job
+    ConfigMap       the job's Grafana dashboard (dashboard.py), labelled for Grafana's sidecar
+
+`objects(plan)` is the one hook: every backend's encode calls it with the plan
+and appends what it returns, so these objects are the same whichever
+controller runs the pods. The NetworkPolicy's scrape rule is in backends/common.py.
+
+The alerts on pods (Pending, Failed) read kube-state-metrics, which knows pods
+by name: they select the job's pods by the name prefix `<job>-<role>-`, which
+the Job controller gives every task's pod (names.pods_pattern).
+"""
+
+from __future__ import annotations
+
+from . import contract, dashboard, labels, names
+from .backends import common
+from .plan import JobPlan
+
+API_VERSION = "monitoring.coreos.com/v1"
+
+
+def objects(plan: JobPlan) -> list[dict]:
+    """The job's monitoring objects; none when the profile does not turn monitoring on."""
+    settings = plan.profile.monitoring
+    if not settings.enabled:
+        return []
+    found = [pod_monitor(plan), prometheus_rule(plan)]
+    if settings.dashboards:
+        found.append(dashboard_config_map(plan))
+    return found
+
+
+def _metadata(plan: JobPlan, name: str, extra: dict, namespace: str | None = None) -> dict:
+    meta = common.metadata(plan, name, {**labels.recommended(plan.job, "monitoring"), **extra})
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def pod_monitor(plan: JobPlan) -> dict:
+    """Every task's metrics port, scraped at the profile's interval."""
+    settings = plan.profile.monitoring
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "PodMonitor",
+        "metadata": _metadata(plan, plan.job.name, settings.pod_monitor_labels),
+        "spec": {
+            "podMetricsEndpoints": [{
+                # The runtime's labels (training_job, role, index) are its own: keep them as served.
+                "honorLabels": True,
+                "interval": settings.interval,
+                "path": contract.METRICS_PATH,
+                "port": contract.METRICS_PORT_NAME,
+            }],
+            "podTargetLabels": [labels.ROLE],
+            "selector": {"matchLabels": labels.job_selector(plan.job)},
+        },
+    }
+
+
+def rules(plan: JobPlan) -> list[dict]:
+    """The job's alerting rules, in a fixed order."""
+    job, alerts = plan.job, plan.profile.monitoring.alerts
+    ours = f'namespace="{job.namespace}", training_job="{job.name}"'
+    pods = f'namespace="{job.namespace}", pod=~"{names.pods_pattern(job)}"'
+    common = {"namespace": job.namespace, "training_job": job.name}
+    found = [{
+        "alert": "TFJobGenNoProgress",
+        "annotations": {
+            "summary": f"{job.name} made no training step for {alerts.stalled_minutes} minutes",
+            "description": "The chief reports no new global step. Look at the chief's log (`kubectl logs`) for the "
+                           "task it waits for; docs/observability.md lists the usual causes.",
+        },
+        "expr": f"sum by (namespace, training_job) (increase(tfjobgen_steps_total{{{ours}}}"
+                f"[{alerts.stalled_minutes}m])) == 0",
+        "for": "1m",
+        "labels": {**common, "severity": "warning"},
+    }]
+    if "ps" in job.roles and job.roles["ps"].replicas > 1:
+        found.append({
+            "alert": "TFJobGenHotPS",
+            "annotations": {
+                "summary": f"one PS of {job.name} holds more than {alerts.hot_ps_ratio:g}x the mean PS bytes",
+                "description": "The busiest PS limits every step. Run `tfjobgen plan` on the job's file: it shows "
+                               "bytes per PS under each partitioner and the spec.training setting that balances them.",
+            },
+            "expr": f"max by (namespace, training_job) (tfjobgen_ps_variable_bytes{{{ours}}}) / "
+                    f"avg by (namespace, training_job) (tfjobgen_ps_variable_bytes{{{ours}}}) > {alerts.hot_ps_ratio:g}",
+            "for": "5m",
+            "labels": {**common, "severity": "warning"},
+        })
+    found += [{
+        "alert": "TFJobGenTaskPending",
+        "annotations": {
+            "summary": f"a task of {job.name} has been Pending for {alerts.pending_minutes} minutes",
+            "description": "The scheduler finds no node for it. `kubectl describe pod` says why; `tfjobgen plan` "
+                           "shows whether the job fits the cluster at all.",
+        },
+        "expr": f"sum by (namespace, pod) (kube_pod_status_phase{{{pods}, phase=\"Pending\"}}) > 0",
+        "for": f"{alerts.pending_minutes}m",
+        "labels": {**common, "severity": "warning"},
+    }, {
+        "alert": "TFJobGenTasksFailing",
+        "annotations": {
+            "summary": f"more than {alerts.restarts} pods of {job.name} failed",
+            "description": "Each failed pod is a task the Job controller replaced (or gave up on). Read the failed "
+                           "pods' last log lines and exit codes; docs/runtime.md explains the exit codes.",
+        },
+        "expr": f"sum by (namespace) (kube_pod_status_phase{{{pods}, phase=\"Failed\"}}) > {alerts.restarts}",
+        "for": "0m",
+        "labels": {**common, "severity": "critical"},
+    }]
+    return found
+
+
+def prometheus_rule(plan: JobPlan) -> dict:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "PrometheusRule",
+        "metadata": _metadata(plan, plan.job.name, plan.profile.monitoring.rule_labels),
+        "spec": {"groups": [{"name": f"tfjobgen-{plan.job.name}", "rules": rules(plan)}]},
+    }
+
+
+def dashboard_config_map(plan: JobPlan) -> dict:
+    """The dashboard JSON, in the namespace Grafana's sidecar watches, with the label it loads."""
+    settings = plan.profile.monitoring
+    return {
+        "apiVersion": "v1",
+        "data": {f"{plan.job.name}.json": dashboard.json_text(plan)},
+        "kind": "ConfigMap",
+        "metadata": _metadata(plan, names.dashboard(plan.job), {settings.dashboard_label: "1"},
+                              settings.dashboard_namespace),
+    }
