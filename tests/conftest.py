@@ -34,6 +34,15 @@ def need(tool: str, found: str | None, why: str = "") -> str:
     pytest.skip(message)
 
 
+CRD_DIR = REPO.parent / "shared" / "crds"
+
+
+def crd_dir() -> Path:
+    """../shared/crds (the upstream CRDs), or skip (fail under .ci/run) when it is absent."""
+    return Path(need("upstream CRDs", str(CRD_DIR) if CRD_DIR.is_dir() else None,
+                     f"expected the upstream CRD folder at {CRD_DIR} (../shared/crds from the repository root)"))
+
+
 def kubectl() -> str:
     return need("kubectl", shutil.which("kubectl"))
 

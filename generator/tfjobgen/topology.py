@@ -212,7 +212,7 @@ def _check_gpu(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     problems, gpu_pool = [], profile.gpu.node_pool
     for role in job.gpu_roles:
         pool = job.topology.node_pools.get(role)
-        if pool is not None and pool != gpu_pool:
+        if pool is not None and pool != gpu_pool and pool in profile.node_pools:  # unknown pools: _check_pools
             problems.append(Problem(f"the {role} tasks ask for GPUs, which only pool '{gpu_pool}' has "
                                     f"(profile spec.gpu.nodePool): name '{gpu_pool}' or remove the entry",
                                     f"spec.topology.nodePools.{role}"))

@@ -18,20 +18,12 @@ from pathlib import Path
 
 import yaml
 
-from conftest import REPO, need
-
-CRD_DIR = REPO.parent / "shared" / "crds"
+from conftest import REPO, crd_dir, need  # noqa: F401 - crd_dir: the tests here import it from this module
 PLUGIN_YAML = REPO / "argocd" / "plugin" / "plugin.yaml"
 # Small jobs that still cover the overlays' patches (prod-96c patches wide-deep) and pools (deeprec-ctr).
 SMALL_JOBS = ("deeprec-starserver.yaml", "scene2-case1.yaml", "wide-deep.yaml")
 COPIED = ("generator", "plugins", "bases", "overlays", "schemas", "argocd")
 PYTHON_BIN = str(Path(sys.executable).parent)
-
-
-def crd_dir() -> Path:
-    """../shared/crds, or skip (fail under .ci/run) when it is absent."""
-    return Path(need("upstream CRDs", str(CRD_DIR) if CRD_DIR.is_dir() else None,
-                     f"expected the upstream CRD folder at {CRD_DIR} (../shared/crds from the repository root)"))
 
 
 def copy_repo(destination: Path, jobs: tuple[str, ...] | None = SMALL_JOBS) -> Path:

@@ -1,0 +1,192 @@
+"""Monitoring (profile spec.monitoring) and GPUs (roles' gpu, profile spec.gpu).
+
+The monitoring objects are read from a real kustomize build of overlays/prod-96c, which turns
+monitoring on; PodMonitor and PrometheusRule are validated with the upstream CRDs' openAPIV3Schema
+(../shared/crds), and the PodMonitor is checked against the pods the Job controller would create
+(backends.pods_of), not against strings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from conftest import REPO, crd_dir, problems_of, render
+from tfjobgen import backends, contract, labels, pipeline, qos
+from tfjobgen.gitops import crds
+from tfjobgen.planner import capacity
+
+PROD = "prod-96c"
+GOLDEN_GPU = REPO / "tests" / "golden" / "gpu-monitoring"
+
+
+def _of_kind(objects, kind):
+    return [o for o in objects if o.get("kind") == kind]
+
+
+def _matches(selector: dict, pod_labels: dict) -> bool:
+    """A labelSelector's matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist), as Kubernetes reads it."""
+    if any(pod_labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for term in selector.get("matchExpressions", []):
+        key, op, values = term["key"], term["operator"], term.get("values", [])
+        if (op == "In" and pod_labels.get(key) not in values) or (op == "NotIn" and pod_labels.get(key) in values) \
+                or (op == "Exists" and key not in pod_labels) or (op == "DoesNotExist" and key in pod_labels):
+            return False
+    return True
+
+
+def test_prod_overlay_monitoring_objects_are_valid_against_the_upstream_crds(overlay_objects):
+    schemas = crds.load(crd_dir())
+    objects = overlay_objects[PROD]
+    monitors, rules = _of_kind(objects, "PodMonitor"), _of_kind(objects, "PrometheusRule")
+    jobs = backends.decode(objects)
+    assert len(monitors) == len(rules) == len(jobs) > 0, "one PodMonitor and one PrometheusRule per job"
+    for obj in monitors + rules:
+        errors = crds.crd_errors(obj, schemas)
+        assert errors is not None, f"no CRD for {obj['kind']} in {crd_dir()}"
+        assert errors == [], f"{obj['kind']} {obj['metadata']['name']}: {errors}"
+
+
+def test_each_pod_monitor_selects_exactly_its_jobs_pods_on_a_port_they_expose(overlay_objects):
+    objects = overlay_objects[PROD]
+    pods = backends.pods_of(objects)
+    for monitor in _of_kind(objects, "PodMonitor"):
+        namespace = monitor["metadata"]["namespace"]
+        selected = [p for p in pods if p.namespace == namespace and _matches(monitor["spec"]["selector"], p.labels)]
+        own = [p for p in pods if p.namespace == namespace and p.labels[labels.JOB] == monitor["metadata"]["name"]]
+        assert selected == own and selected, monitor["metadata"]["name"]
+        for endpoint in monitor["spec"]["podMetricsEndpoints"]:
+            for pod in selected:
+                names = {port["name"] for port in pod.container.get("ports", [])}
+                assert endpoint["port"] in names, f"{pod.task} of {monitor['metadata']['name']} has no port " \
+                                                  f"{endpoint['port']} (ports: {sorted(names)})"
+                assert pod.env[contract.METRICS_PORT_ENV] == str(
+                    next(p["containerPort"] for p in pod.container["ports"] if p["name"] == endpoint["port"]))
+
+
+def test_network_policy_admits_only_the_monitoring_namespace_and_only_on_the_metrics_port(overlay_objects):
+    for overlay, objects in overlay_objects.items():
+        for policy in _of_kind(objects, "NetworkPolicy"):
+            job_ports = {p["port"] for p in policy["spec"]["ingress"][0]["ports"]}
+            scrape = policy["spec"]["ingress"][1:]
+            if overlay == PROD:
+                assert scrape == [{"from": [{"namespaceSelector": {"matchLabels": {
+                    "kubernetes.io/metadata.name": "monitoring"}}}], "ports": [{"port": 2225, "protocol": "TCP"}]}]
+                assert 2225 not in job_ports, "the job's own pods need not reach each other's metrics"
+            else:
+                assert scrape == [], f"{overlay} does not turn monitoring on: no scrape rule"
+
+
+def test_prod_dashboard_is_loadable_json_with_a_row_per_ps(overlay_objects):
+    objects = overlay_objects[PROD]
+    boards = [o for o in _of_kind(objects, "ConfigMap") if o["metadata"]["labels"].get("grafana_dashboard") == "1"]
+    assert len(boards) == len(backends.decode(objects))
+    for board in boards:
+        (text,) = board["data"].values()
+        model = json.loads(text)
+        assert text == json.dumps(model, indent=1, sort_keys=True) + "\n", "sorted keys: the same bytes every build"
+        repeated = [p for p in model["panels"] if p.get("type") == "row" and p.get("repeat")]
+        assert [r["repeat"] for r in repeated] == ["ps"]
+        variable = next(v for v in model["templating"]["list"] if v["name"] == "ps")
+        assert "tfjobgen_ps_variable_bytes" in variable["query"]["query"]
+        exprs = " ".join(t["expr"] for p in model["panels"] for t in p.get("targets", []))
+        for metric in ("container_cpu_usage_seconds_total", "container_memory_working_set_bytes",
+                       "container_network_receive_bytes_total", "container_network_transmit_bytes_total",
+                       "tfjobgen_steps_total", "tfjobgen_loss", "tfjobgen_step_duration_seconds_bucket"):
+            assert metric in exprs, metric
+
+
+def test_monitoring_off_emits_no_monitoring_objects():
+    objects = render(REPO / "jobs" / "wide-deep.yaml")
+    assert not _of_kind(objects, "PodMonitor") and not _of_kind(objects, "PrometheusRule")
+    pod = backends.pods_of(objects)[0]
+    assert {"name": "metrics", "containerPort": 2225, "protocol": "TCP"} in pod.container["ports"], \
+        "a program of your own can always serve metrics on the documented port"
+
+
+# ---- GPUs -----------------------------------------------------------------------------------
+
+def test_gpu_workers_get_the_device_in_limits_and_requests_and_the_gpu_pool():
+    objects = render(GOLDEN_GPU / "job.yaml", profile=GOLDEN_GPU / "profile.yaml")
+    for pod in backends.pods_of(objects):
+        resources = pod.container["resources"]
+        if pod.role == "worker":
+            assert resources["limits"]["nvidia.com/gpu"] == resources["requests"]["nvidia.com/gpu"] == "1"
+            assert pod.spec["nodeSelector"]["accelerator"] == "nvidia-a100"
+            assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod.spec["tolerations"]
+            assert pod.env[contract.INTRA_OP_ENV] == "2", "the GPU does the math: a small intra-op pool"
+            assert pod.env[contract.INTER_OP_ENV] == "8", "inter-op keeps the CPUs"
+            assert resources["limits"]["cpu"] == resources["requests"]["cpu"] == "8", "cpuset rules unchanged"
+        else:
+            assert "nvidia.com/gpu" not in resources["limits"]
+            assert "accelerator" not in pod.spec.get("nodeSelector", {})
+
+
+GPU_JOB = """\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: gpu, namespace: ml}
+spec:
+  image: registry.example.com/tf:1
+  topology: {mode: spread%s}
+  roles:
+    chief: {cpu: 2, memory: 4Gi}
+    ps: {replicas: 2, cpu: 4, memory: 8Gi}
+    worker: {replicas: %d, cpu: 4, memory: 8Gi, gpu: %d}
+"""
+
+
+def test_a_gpu_job_on_a_profile_without_gpus_is_refused(tmp_path):
+    (problem,) = [p for p in problems_of(GPU_JOB % ("", 2, 1), tmp_path) if p.is_error]
+    assert problem.field == "spec.roles.worker.gpu" and problem.line == 10
+    assert "has no GPU nodes (spec.gpu)" in problem.message
+
+
+def test_gpu_roles_may_not_name_another_pool_nor_more_gpus_than_a_node_has(tmp_path):
+    profile = GOLDEN_GPU / "profile.yaml"
+    (pool,) = [p for p in problems_of(GPU_JOB % (", nodePools: {worker: cpu}", 2, 1), tmp_path, profile)
+               if p.is_error]
+    assert pool.field == "spec.topology.nodePools.worker" and "only pool 'gpu' has" in pool.message
+    (too_many,) = [p for p in problems_of(GPU_JOB % ("", 2, 5), tmp_path, profile) if p.is_error]
+    assert too_many.field == "spec.roles.worker.gpu" and "has 4" in too_many.message
+
+
+def test_capacity_packs_gpus_per_node(tmp_path):
+    """4 GPUs per node, 3 per worker: CPU and memory would fit 7 workers on a node, GPUs fit 1."""
+    path = tmp_path / "job.yaml"
+    path.write_text(GPU_JOB % ("", 3, 3))
+    profile = pipeline.load_profile(str(GOLDEN_GPU / "profile.yaml"))
+    intents, _ = pipeline.load_intents([str(path)])
+    job, problems = pipeline.validate(intents[0], profile)
+    assert job is not None, problems
+    fit = capacity.capacity(job, profile)
+    worker = next(r for r in fit.roles if r.role == "worker")
+    assert worker.pool == "gpu" and worker.per_node == 1
+    assert fit.own.nodes["gpu"] == 3
+    one_gpu = GPU_JOB % ("", 3, 1)
+    path.write_text(one_gpu)
+    job, _ = pipeline.validate(pipeline.load_intents([str(path)])[0][0], profile)
+    assert capacity.capacity(job, profile).own.nodes["gpu"] == 1, "4 GPUs per node hold 3 one-GPU workers"
+
+
+def test_a_profile_whose_gpu_pool_does_not_exist_is_refused():
+    data = {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "p"},
+            "spec": {"gpu": {"nodePool": "gpus"}, "cpuManager": {"nodeSelector": {"a": "b"}}}}
+    problems = pipeline.check_profile(pipeline.profile_from(data))
+    assert [p.field for p in problems if p.is_error] == ["spec.gpu.nodePool"]
+
+
+@pytest.mark.parametrize("gpu, expected", [(0, None), (2, "2")])
+def test_gpus_go_to_the_training_container_only(gpu, expected):
+    """Every container is sized for the pod's QoS class; GPUs do not count there and only TensorFlow uses them."""
+    profile = pipeline.load_profile(str(GOLDEN_GPU / "profile.yaml"))
+    intents, _ = pipeline.load_intents([str(GOLDEN_GPU / "job.yaml")])
+    job, _ = pipeline.validate(intents[0], profile)
+    job = replace(job, roles={**job.roles, "worker": replace(job.roles["worker"], gpu=gpu)})
+    spec = {"containers": [{"name": contract.CONTAINER_NAME}, {"name": "sidecar"}]}
+    qos.apply(spec, job, profile, "worker")
+    assert spec["containers"][0]["resources"]["limits"].get("nvidia.com/gpu") == expected
+    assert spec["containers"][1]["resources"]["limits"] == {"cpu": "8", "memory": "32Gi"}
