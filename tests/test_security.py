@@ -6,7 +6,7 @@ import copy
 
 import pss
 from conftest import REPO, render
-from tfjobgen import backends, labels
+from tfjobgen import backends, contract, labels
 from tfjobgen.pods import Pod
 
 GOLDEN = sorted((REPO / "tests" / "golden").glob("*/job.yaml"))
@@ -87,10 +87,13 @@ def test_network_policy_admits_only_the_jobs_own_pods_on_its_own_ports(overlay_o
         policy = policies[job]
         assert policy["spec"]["policyTypes"] == ["Ingress"]
         target = job_pods[0]
-        ports = [p["containerPort"] for p in target.container["ports"]]
+        ports = [p["containerPort"] for p in target.container["ports"] if p["name"] != contract.METRICS_PORT_NAME]
+        metrics = [p["containerPort"] for p in target.container["ports"] if p["name"] == contract.METRICS_PORT_NAME]
         other_job = next(p for name, group in by_job.items() if name != job for p in group)
         for port in ports:
             assert all(_admits(policy, peer, target, port) for peer in job_pods)
             assert not _admits(policy, stranger, target, port)
             assert not _admits(policy, other_job, target, port), f"{other_job.hostname} must not reach {job}"
         assert not _admits(policy, job_pods[-1], target, 22), "other ports stay closed"
+        # Only the monitoring namespace scrapes, and only where the profile turns monitoring on (not here).
+        assert metrics and not any(_admits(policy, peer, target, metrics[0]) for peer in job_pods + [stranger])
