@@ -1,8 +1,8 @@
 """A real Prometheus (Debian's `prometheus` package) scrapes a real run-local job, and promtool tests the alerts.
 
 The scrape test starts `tfjobgen run-local` on the tests' small tf2 job, reads where each task serves its
-metrics from run-local's output, starts Prometheus on a free port with a temporary TSDB and a config
-that scrapes those endpoints every second (and loads the job's alert rules, so a rule Prometheus
+metrics from run-local's output, starts Prometheus on a free port with a temporary TSDB and the scrape
+config run-local wrote (every task each second; the job's alert rules added, so a rule Prometheus
 cannot parse fails here too), and after the run queries every metric runtime/metrics.py names for every
 task that serves it. The PS bytes must equal what the chief measured on the real variables.
 
@@ -29,7 +29,7 @@ from runtime_support import JOBS, need_tensorflow, task_env
 
 from conftest import REPO, need, render, tfjobgen_command
 from tfjobgen import contract
-from tfjobgen.local import processes
+from tfjobgen.local import processes, scrape
 from tfjobgen.local.ports import free_ports
 from tfjobgen.runtime import metrics
 
@@ -101,16 +101,13 @@ def test_prometheus_scrapes_every_metric_of_every_task_of_a_local_run(tmp_path):
         address = f"127.0.0.1:{free_ports(1)[0]}"
         rules = tmp_path / "rules.yaml"
         rules.write_text(yaml.safe_dump(_rules_of(render(job, profile=GPU_CASE / "profile.yaml"))))
+        # run-local's own scrape config (local/scrape.py), with the job's alert rules added.
+        written = yaml.safe_load((work_dir / scrape.FILE_NAME).read_text())
+        targets = {c["labels"]["task"]: c["targets"][0] for c in written["scrape_configs"][0]["static_configs"]}
+        assert targets == endpoints and all(c["labels"]["namespace"] == NAMESPACE
+                                            for c in written["scrape_configs"][0]["static_configs"])
         config = tmp_path / "prometheus.yml"
-        config.write_text(yaml.safe_dump({
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": [str(rules)],
-            "scrape_configs": [{
-                "job_name": "tfjobgen", "honor_labels": True, "metrics_path": contract.METRICS_PATH,
-                "static_configs": [{"targets": [where], "labels": {"namespace": NAMESPACE, "task": task}}
-                                   for task, where in sorted(endpoints.items())],
-            }],
-        }))
+        config.write_text(yaml.safe_dump({**written, "rule_files": [str(rules)]}))
         server = subprocess.Popen(
             ["nice", "-n", "10", prometheus, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
              f"--web.listen-address={address}", "--log.level=warn"],

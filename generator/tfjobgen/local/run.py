@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from .. import backends, pipeline
-from . import machine as machine_lib, ports as ports_lib, shape as shape_lib, summary, tasks as tasks_lib
+from . import machine as machine_lib, ports as ports_lib, scrape, shape as shape_lib, summary, tasks as tasks_lib
 from .progress import Progress
 from .shape import LocalError
 from .summary import display_path
@@ -70,7 +70,8 @@ def main(args) -> int:
         except LocalError as err:
             print(f"tfjobgen run-local: {err}", file=sys.stderr)
             return EXIT_CANNOT_RUN
-        for notice in notices if attempt == 1 else ():
+        scrape_config = scrape.write(run_dir, local_tasks, request.pods[0].namespace)
+        for notice in notices + [f"a Prometheus scrape config for them: {scrape_config}"] if attempt == 1 else ():
             progress.line(f"run-local: {notice}")
         supervisor = Supervisor(
             [t for t in local_tasks if t.name not in args.without], run_dir, run_dir,  # the run's id: its directory
