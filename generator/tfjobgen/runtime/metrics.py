@@ -68,13 +68,18 @@ class Metrics:
         def make(kind, name: str, **options):
             return kind(name, NAMES[name], LABELS, registry=self.registry, **options).labels(*labels)
 
+        # The process's CPU seconds and memory (process_* metrics): on a cluster cAdvisor measures the
+        # container as well; locally these are the only per-task resource figures.
+        prom.ProcessCollector(registry=self.registry)
         self.startup = make(prom.Gauge, "tfjobgen_startup_seconds")
+        self.startup.set(float("nan"))  # not up yet
         self.steps = self.examples = self.loss = self.step_time = self.checkpoint = None
         if task.is_chief:
             # Names given without the _total suffix: the client adds it to counters.
             self.steps = make(prom.Counter, "tfjobgen_steps_total")
             self.examples = make(prom.Counter, "tfjobgen_examples_total")
             self.loss = make(prom.Gauge, "tfjobgen_loss")
+            self.loss.set(float("nan"))  # no loss before the first step (0 would read as a perfect model)
             self.step_time = make(prom.Histogram, "tfjobgen_step_duration_seconds", buckets=STEP_BUCKETS)
             self.checkpoint = make(prom.Gauge, "tfjobgen_last_checkpoint_timestamp_seconds")
         if task.role == "ps":
