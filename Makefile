@@ -6,7 +6,7 @@ BUILD  := build
 export KUSTOMIZE_PLUGIN_HOME := $(CURDIR)/plugins
 OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kustomization.yaml))
 
-.PHONY: venv demo build rendered diff test clean
+.PHONY: venv demo build rendered diff test test-fast clean
 
 # The virtual environment, rebuilt when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
@@ -42,8 +42,14 @@ BASE ?= origin/main
 diff: venv
 	$(BIN)/tfjobgen diff $(BASE)
 
+# Everything: real kubectl, kpt, git, TensorFlow processes (about 3-4 minutes on 2 cores).
 test: venv
 	$(BIN)/python -m pytest
+
+# The edit loop: only tests marked `fast` (no kubectl, kpt, git, TensorFlow, socket timeouts or
+# checkov; tests/conftest.py marks each test by the tools it reaches).
+test-fast: venv
+	$(BIN)/python -m pytest -m fast -q
 
 clean:
 	rm -rf $(BUILD) $(VENV)
