@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 
-from . import __version__
+from . import __version__, contract
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.gitops.command", "tfjobgen.local.command")
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # a bug in tfjobgen: say so in one line (TFJOBGEN_DEBUG=1 shows the traceback)
-        if os.environ.get("TFJOBGEN_DEBUG"):
+        if os.environ.get(contract.DEBUG_ENV):
             raise
         print(f"tfjobgen: internal error ({type(err).__name__}: {err}); this is a bug, please report it "
               "with the input (TFJOBGEN_DEBUG=1 shows the traceback)", file=sys.stderr)

@@ -34,7 +34,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from .. import emit, labels, source
+from .. import contract, emit, labels, source
 from ..problems import WARNING, InvalidInput, Problem
 from . import tree
 
@@ -146,10 +146,10 @@ def _namespace_problems(objects, jobs, namespaces, overlay) -> list[Problem]:
     for obj in objects:
         name, namespace = job_of(obj), str(_meta(obj).get("namespace", ""))
         data = obj.get("data") if group_kind(obj) == ("", "ConfigMap") else None
-        if not name or not isinstance(data, dict) or "cluster.json" not in data:
+        if not name or not isinstance(data, dict) or contract.CLUSTER_KEY not in data:
             continue
         try:
-            cluster = json.loads(data["cluster.json"])
+            cluster = json.loads(data[contract.CLUSTER_KEY])
             addresses = [a for tasks in cluster.values() for a in tasks]
         except (ValueError, AttributeError, TypeError):
             continue

@@ -22,12 +22,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import describe
+from .. import contract, describe
 from ..problems import WARNING, Problem
 from . import build, deliver, policy, tree
 
 MARKER = "<!-- tfjobgen-diff -->"
-ROLES = ("ps", "worker", "chief", "evaluator")  # the report's column order
 IGNORED_PATHS = {f"metadata.annotations.{deliver.REVISION}"}  # derived from the rest; shown as "restarts"
 MAX_PATHS = 6
 
@@ -304,7 +303,7 @@ def _row(change: JobChange) -> list[str]:
     old, new = change.old, change.new
     now = new or old
     cells = []
-    for role in ROLES:
+    for role in contract.TABLE_ROLES:
         before = describe.role_text(old.roles.get(role)) if old else "-"
         after = describe.role_text(new.roles.get(role)) if new else "-"
         cells.append(_change(before, after) if old and new else (after if new else before))

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import contract
 from ..runtime import events
 from . import processes
 from .tasks import LocalTask
@@ -284,7 +285,7 @@ class Supervisor:
         running = [s for s in self.states.values() if s.process and s.process.returncode is None]
         if not self.uses_runtime:
             # A job's own program: done when every trainer exited 0 (PS never exit on their own).
-            trainers = [s for s in self.states.values() if s.task.role in ("chief", "worker")]
+            trainers = [s for s in self.states.values() if s.task.role in contract.TRAINER_ROLES]
             if trainers and all(s.state == "done" for s in trainers):
                 return True, "every worker exited 0; the PS were stopped (they never exit on their own)"
             return None
