@@ -43,19 +43,19 @@ def _print_problems(problems) -> None:
 
 
 def cmd_validate(args) -> int:
-    from . import pipeline, repo
+    from . import intents, pipeline
     from .problems import has_errors
 
     profile = pipeline.load_profile(args.profile)
-    intents, problems = _load_intents(args.paths)
-    problems += pipeline.expand(intents, profile).problems  # exactly what the KRM function checks
-    problems += repo.unlisted_jobs(args.paths)
+    found, problems = _load_intents(args.paths)
+    problems += pipeline.expand(found, profile).problems  # exactly what the KRM function checks
+    problems += intents.unlisted(args.paths)
     _print_problems(sorted(problems, key=lambda p: (p.file, p.line, p.field)))
     errors = sum(p.is_error for p in problems)
-    if not intents and not problems:
+    if not found and not problems:
         print("tfjobgen: no TrainingJob found", file=sys.stderr)
         return EXIT_INVALID
-    print(f"{len(intents)} TrainingJob(s) checked: {errors} error(s), {len(problems) - errors} warning(s)",
+    print(f"{len(found)} TrainingJob(s) checked: {errors} error(s), {len(problems) - errors} warning(s)",
           file=sys.stderr)
     return EXIT_INVALID if has_errors(problems) else EXIT_OK
 

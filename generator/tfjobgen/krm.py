@@ -21,19 +21,16 @@ results, not exit codes); the same problems go to stderr, one per line.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import sys
 
-from . import emit, locate, pipeline, source
+from . import emit, intents, locate, pipeline, source
 from .pipeline import Intent
 from .problems import ERROR, InvalidInput, Problem, has_errors
 from .profile import ClusterProfile
 
 _DOC_SPLIT = re.compile(r"^---[ \t]*$\n?", re.MULTILINE)
-# A cheap test on kustomize's canonical YAML (top-level keys start a line) before parsing.
-_LOOKS_OURS = re.compile(r"^(kind: *TrainingJob|apiVersion: *[\"']?tfjobgen\.dev/)", re.MULTILINE)
 _PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
 
 
@@ -43,45 +40,45 @@ def _intent(item: dict) -> Intent:
     return Intent(item, file=path)
 
 
-def _with_sources(intents: list[Intent], problems: list[Problem], root: str) -> list[Problem]:
-    """Point each problem at the file and line the user wrote, found by walking the kustomization."""
-    unplaced = [p for p in problems if not p.line]
-    if not unplaced:
-        return problems
+def _with_sources(found: list[Intent], root: str) -> list[Intent]:
+    """The intents with the file and document the user wrote, found by walking the kustomization at root."""
     sources = locate.find_intents(root)
     placed = []
-    for problem in problems:
-        ref = problem.ref
-        found = sources.get((ref.namespace, ref.name)) if ref else None
-        if found is None and ref:
-            by_name = [v for (ns, name), v in sources.items() if name == ref.name]
-            found = by_name[0] if len(by_name) == 1 else None
-        if found and not problem.line:
-            file, document = found
-            problem = dataclasses.replace(problem, file=file, line=document.line_of(problem.field))
-        placed.append(problem)
-    return sorted(placed, key=lambda p: (p.file, p.line, p.field))
+    for intent in found:
+        ref = intent.ref
+        source_of = sources.get((ref.namespace, ref.name))
+        if source_of is None:  # a patch or a transformer may have changed the namespace
+            by_name = [v for (_, name), v in sources.items() if name == ref.name]
+            source_of = by_name[0] if len(by_name) == 1 else None
+        if source_of and intent.document is None:
+            file, document = source_of
+            intent = Intent(intent.data, intent.file or file, document)
+        placed.append(intent)
+    return placed
 
 
 def _expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     """Replace each intent among `items` by its objects; everything else passes through untouched."""
-    positions = [i for i, item in enumerate(items) if pipeline.kind_of(item) == "intent"]
-    intents = [_intent(items[i]) for i in positions]
-    if not intents and not profile.allow_no_jobs:
+    positions = [i for i, item in enumerate(items) if intents.is_intent(item)]
+    found = [_intent(items[i]) for i in positions]
+    if not found and not profile.allow_no_jobs:
         return items, [Problem(
             f"no TrainingJob among the {len(items)} objects of this build; refusing to emit a set without jobs "
             "(Argo CD would prune every running job). Set allowNoJobs: true in the ClusterProfile if that "
             "is what you mean")]
     taken = set(positions)
-    expansion = pipeline.expand(intents, profile, [item for i, item in enumerate(items) if i not in taken])
-    problems = expansion.problems
-    if has_errors(problems):
-        return items, _with_sources(intents, problems, root)
+    others = [item for i, item in enumerate(items) if i not in taken]
+    expansion = pipeline.expand(found, profile, others)
+    if has_errors(expansion.problems):
+        # Errors only: find the files the intents came from and check again, so that every problem
+        # (and every message that names another file) says where to look.
+        expansion = pipeline.expand(_with_sources(found, root), profile, others)
+        return items, expansion.problems
     replacement = dict(zip(positions, expansion.objects))
     result = []
     for i, item in enumerate(items):
         result.extend(replacement.get(i, [item]))
-    return result, problems
+    return result, expansion.problems
 
 
 def _result(problem: Problem) -> dict:
@@ -152,7 +149,7 @@ def run_legacy_plugin(config_path: str, text: str, root: str, stderr=sys.stderr)
         chunks = [c for c in _DOC_SPLIT.split(text) if c.strip()]
         items: list = []
         for chunk in chunks:
-            if _LOOKS_OURS.search(chunk):
+            if intents.may_be_ours(chunk):
                 items.extend(source.parse_stream(chunk, "<stdin>"))
             else:
                 items.append(chunk)  # passed through as text, unparsed

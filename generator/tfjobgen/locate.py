@@ -9,25 +9,8 @@ from __future__ import annotations
 
 import os
 
-from . import source
+from . import intents, source
 from .problems import InvalidInput
-
-_KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-
-
-def _resources(directory: str) -> list[str]:
-    for name in _KUSTOMIZATION_FILES:
-        path = os.path.join(directory, name)
-        if os.path.isfile(path):
-            try:
-                documents = source.parse_documents(source.read_text(path), path)
-            except InvalidInput:
-                return []
-            data = documents[0].data if documents and isinstance(documents[0].data, dict) else {}
-            entries = [e for key in ("resources", "components") for e in (data.get(key) or [])]
-            return [os.path.normpath(os.path.join(directory, e)) for e in entries
-                    if isinstance(e, str) and "://" not in e and not e.startswith("github.com/")]
-    return []
 
 
 def _display_path(path: str) -> str:
@@ -44,7 +27,7 @@ def _display_path(path: str) -> str:
     return os.path.relpath(path)
 
 
-def find_intents(root: str, limit: int = 2000) -> dict[tuple[str, str], tuple[str, source.Document]]:
+def find_intents(root: str, limit: int = 20000) -> dict[tuple[str, str], tuple[str, source.Document]]:
     """(namespace, name) -> (file as the user knows it, document) for every TrainingJob under root."""
     found: dict[tuple[str, str], tuple[str, source.Document]] = {}
     pending, seen = [os.path.abspath(root)], set()
@@ -54,16 +37,15 @@ def find_intents(root: str, limit: int = 2000) -> dict[tuple[str, str], tuple[st
             continue
         seen.add(path)
         if os.path.isdir(path):
-            pending.extend(reversed(_resources(path)))
+            data = intents.read_kustomization(path)
+            pending.extend(reversed(intents.local_resources(path, data) if data else []))
             continue
         try:
             documents = source.parse_documents(source.read_text(path), path)
         except InvalidInput:
             continue
         for document in documents:
-            data = document.data if isinstance(document.data, dict) else {}
-            meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-            if data.get("kind") == "TrainingJob":
-                key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
-                found.setdefault(key, (_display_path(path), document))
+            if intents.is_intent(document.data):
+                ref = intents.ref_of(document.data)
+                found.setdefault((ref.namespace, ref.name), (_display_path(path), document))
     return found

@@ -74,5 +74,16 @@ def field_path(*parts: str | int) -> str:
     return out
 
 
+def distinct(problems: list[Problem]) -> list[Problem]:
+    """Each problem once (the same problem may come from several builds of one source), in order."""
+    seen, unique = set(), []
+    for problem in problems:
+        key = (problem.severity, problem.file, problem.line, problem.field, problem.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(problem)
+    return unique
+
+
 def has_errors(problems: list[Problem]) -> bool:
     return any(p.is_error for p in problems)

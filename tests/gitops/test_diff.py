@@ -132,7 +132,11 @@ def test_two_jobs_with_one_name_are_an_error_even_in_different_namespaces(repo):
     proc = tfjobgen(repo, "diff", "main")
     assert proc.returncode == 1, proc.stdout
     assert_tables_are_well_formed(proc.stdout)
-    assert "job name 'wide-deep' is already used by jobs/wide-deep-copy.yaml" in proc.stdout
+    problem = "| error | `jobs/wide-deep.yaml:7` | `metadata.name` | job name 'wide-deep' is already used by " \
+              "jobs/wide-deep-copy.yaml:7 (in namespace placement-experiments)"
+    assert proc.stdout.count("job name 'wide-deep' is already used") == 1, "one rule, reported once"
+    assert problem in proc.stdout
+    assert proc.stderr.count("job name 'wide-deep' is already used") == 1
 
 
 def test_diff_outside_the_repository_root_says_where_to_run_it(tmp_path):

@@ -13,7 +13,7 @@ Checks (each an error, so Argo CD gets nothing rather than a set it would prune 
 
 Checks of the sources, run before the build's own (a failed build still gets them):
 
-- job names are unique in jobs/, across namespaces too (duplicate_names);
+- job names are unique in jobs/, across namespaces too (intents.duplicate_names);
 - a patch of the overlay that targets a job by name finds it (patch_problems).
 
 Annotations, on the objects that run pods (batch Jobs; TFJobs and JobSets later):
@@ -34,7 +34,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from .. import contract, emit, labels, source
+from .. import contract, emit, intents, labels, model, source
 from ..problems import WARNING, InvalidInput, Problem
 from . import tree
 
@@ -73,7 +73,7 @@ def describe_object(obj: dict) -> str:
 
 def check(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> list[Problem]:
     """Everything that makes a build unsafe to hand to Argo CD (`overlay` names it in messages)."""
-    leftover = [o for o in objects if group_kind(o)[0] == tree.INTENT_GROUP]
+    leftover = [o for o in objects if intents.kind_of(o) != "other"]
     if leftover:
         shown = ", ".join(describe_object(o) for o in leftover[:3]) + (", ..." if len(leftover) > 3 else "")
         return [Problem(
@@ -106,30 +106,13 @@ def check(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> list[P
     return problems
 
 
-def duplicate_names(jobs: list[tree.JobFile]) -> list[Problem]:
-    """Two job files with the same name: an error, even in different namespaces."""
-    first: dict[str, tree.JobFile] = {}
-    problems = []
-    for job in jobs:
-        if job.name in first:
-            other = first[job.name]
-            also = "in the same namespace" if other.namespace == job.namespace else f"in namespace {other.namespace}"
-            problems.append(Problem(
-                f"job name '{job.name}' is already used by {other.where} ({also}): job names must be unique in "
-                "the repository, so that a job can never be mistaken for another or silently change namespace",
-                "metadata.name", file=job.file, line=job.line))
-        else:
-            first[job.name] = job
-    return problems
-
-
 def _namespace_problems(objects, jobs, namespaces, overlay) -> list[Problem]:
     problems = []
     written = {job.name: job for job in jobs}
     duplicated = {job.name for job in jobs if sum(other.name == job.name for other in jobs) > 1}
     for name, found in sorted(namespaces.items()):
         if name in duplicated:
-            continue  # two jobs of one name: duplicate_names reports it
+            continue  # two jobs of one name: intents.duplicate_names reports it
         if len(found) > 1:
             problems.append(Problem(
                 f"the objects of job '{name}' are split across namespaces {', '.join(sorted(found))}: a "
@@ -172,7 +155,8 @@ def patch_problems(root: Path, overlay: str, jobs: list[tree.JobFile]) -> list[P
     import re
 
     folder = root / overlay
-    path = next((folder / n for n in tree.KUSTOMIZATION_FILES if (folder / n).is_file()), None)
+    path = intents.kustomization_file(str(folder))
+    path = Path(path) if path else None
     if path is None or not jobs:
         return []
     relative = path.relative_to(root).as_posix()
@@ -184,7 +168,7 @@ def patch_problems(root: Path, overlay: str, jobs: list[tree.JobFile]) -> list[P
     problems = []
     for index, patch in enumerate(patches if isinstance(patches, list) else []):
         target = patch.get("target") if isinstance(patch, dict) else None
-        if not isinstance(target, dict) or target.get("kind") != tree.INTENT_KIND or not target.get("name"):
+        if not isinstance(target, dict) or target.get("kind") != model.KIND or not target.get("name"):
             continue
         if target.get("labelSelector") or target.get("annotationSelector"):
             continue
@@ -289,7 +273,7 @@ def _run(args) -> int:
     except ValueError:
         overlay = str(overlay_dir)
     jobs, problems = tree.job_files(root)
-    problems += duplicate_names(jobs) + ([] if problems else patch_problems(root, overlay, jobs))
+    problems += intents.duplicate_names(jobs) + ([] if problems else patch_problems(root, overlay, jobs))
     text = sys.stdin.read()
     if not text.strip():
         problems.append(Problem(

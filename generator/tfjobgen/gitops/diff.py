@@ -22,8 +22,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import contract, describe
-from ..problems import WARNING, Problem
+from .. import contract, describe, intents
+from ..problems import WARNING, Problem, distinct
 from . import build, deliver, policy, tree
 
 MARKER = "<!-- tfjobgen-diff -->"
@@ -53,7 +53,7 @@ def load_side(root: Path, label: str) -> Side:
     overlays = tree.overlay_names(root)
     jobs, problems = tree.job_files(root)
     readable = not problems  # an unreadable job file would make every patch of it look orphaned
-    side = Side(label, overlays, jobs, problems=problems + deliver.duplicate_names(jobs))
+    side = Side(label, overlays, jobs, problems=problems + intents.duplicate_names(jobs))
     builds = build.build_overlays(root, overlays) if overlays else {}
     for overlay in overlays:
         result = builds[overlay]
@@ -71,14 +71,14 @@ def load_side(root: Path, label: str) -> Side:
 
 def intent_problems(root: Path) -> list[Problem]:
     """What `tfjobgen validate jobs/` reports (with the embedded profile), with paths relative to root."""
-    from .. import pipeline, repo
+    from .. import pipeline
 
     folder = root / tree.JOBS
     if not folder.is_dir():
         return []
-    intents, problems = pipeline.load_intents([str(folder)])
-    problems += pipeline.expand(intents, pipeline.load_profile(None)).problems
-    problems += repo.unlisted_jobs([str(folder)])
+    found, problems = pipeline.load_intents([str(folder)], relative_to=str(root))
+    problems += pipeline.expand(found, pipeline.load_profile(None)).problems
+    problems += intents.unlisted([str(folder)])
     return [dataclasses.replace(p, file=Path(p.file).relative_to(root).as_posix())
             if Path(p.file).is_absolute() else p for p in problems]
 
@@ -213,13 +213,7 @@ class Report:
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
-    seen, unique = set(), []
-    for problem in problems:
-        key = (problem.severity, problem.file, problem.line, problem.field, problem.message)
-        if key not in seen:
-            seen.add(key)
-            unique.append(problem)
-    return sorted(unique, key=lambda p: (not p.is_error, p.file, p.line, p.field, p.message))
+    return sorted(distinct(problems), key=lambda p: (not p.is_error, p.file, p.line, p.field, p.message))
 
 
 def make_report(root: Path, base_ref: str, crd_dir: str | None = None) -> Report:

@@ -16,8 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from .. import emit
-from ..problems import Problem
+from .. import emit, intents
+from ..problems import Problem, distinct
 from . import build, deliver, tree
 
 FIX_COMMAND = "tfjobgen hydrate"  # also `make rendered`
@@ -69,7 +69,7 @@ def render_tree(root: Path) -> tuple[dict[str, bytes], list[Problem]]:
         return {}, [Problem(f"no overlays: {root / tree.OVERLAYS} has no folder with a kustomization.yaml")]
     jobs, problems = tree.job_files(root)
     readable = not problems  # an unreadable job file would make every patch of it look orphaned
-    problems += deliver.duplicate_names(jobs)
+    problems += intents.duplicate_names(jobs)
     builds = build.build_overlays(root, overlays)
     files: dict[str, bytes] = {}
     for overlay in overlays:
@@ -123,6 +123,7 @@ def run(root: Path, check_only: bool, out=sys.stdout, err=sys.stderr) -> int:
               f"{tree.JOBS}/); {root} has no {tree.OVERLAYS}/", file=err)
         return 2
     wanted, problems = render_tree(root)
+    problems = distinct(problems)  # every overlay's build reports a problem of a shared job file
     for problem in problems:
         print(problem.format(), file=err)
     if any(p.is_error for p in problems):
