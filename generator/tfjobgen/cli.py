@@ -13,7 +13,6 @@ subparser and imports nothing heavy until the command runs.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -105,7 +104,9 @@ def cmd_summary(args) -> int:
     return EXIT_OK
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser():
+    import argparse  # not on the KRM function's path (main() skips the parser for `krm`)
+
     parser = argparse.ArgumentParser(prog="tfjobgen", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"tfjobgen {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
