@@ -57,15 +57,12 @@ def _with_sources(found: list[Intent], root: str) -> list[Intent]:
     return placed
 
 
-def _expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
+def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     """Replace each intent among `items` by its objects; everything else passes through untouched."""
     positions = [i for i, item in enumerate(items) if intents.is_intent(item)]
     found = [_intent(items[i]) for i in positions]
     if not found and not profile.allow_no_jobs:
-        return items, [Problem(
-            f"no TrainingJob among the {len(items)} objects of this build; refusing to emit a set without jobs "
-            "(Argo CD would prune every running job). Set allowNoJobs: true in the ClusterProfile if that "
-            "is what you mean")]
+        return items, [pipeline.no_jobs(len(items))]
     taken = set(positions)
     others = [item for i, item in enumerate(items) if i not in taken]
     expansion = pipeline.expand(found, profile, others)
@@ -131,7 +128,7 @@ def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int
         _report(err.problems, stderr)
         return emit.to_yaml([{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [],
                               "results": [_result(p) for p in err.problems]}]), 1
-    items, problems = _expand_items(items, profile, root)
+    items, problems = expand_items(items, profile, root)
     _report(problems, stderr)
     output = {"apiVersion": resource_list.get("apiVersion", "config.kubernetes.io/v1"), "kind": "ResourceList",
               "items": items}
@@ -156,7 +153,7 @@ def run_legacy_plugin(config_path: str, text: str, root: str, stderr=sys.stderr)
     except InvalidInput as err:
         _report(err.problems, stderr)
         return "", 1
-    expanded, problems = _expand_items(items, profile, root)
+    expanded, problems = expand_items(items, profile, root)
     _report(problems, stderr)
     if has_errors(problems):
         return "", 1

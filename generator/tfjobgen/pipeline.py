@@ -113,6 +113,13 @@ def duplicates(found: list[Intent]) -> list[Problem]:
     return intents.duplicate_names(found)
 
 
+def no_jobs(objects: int) -> Problem:
+    """A build without a single intent, refused unless the profile allows it."""
+    return Problem(f"no TrainingJob among the {objects} objects of this build; refusing to emit a set without jobs "
+                   "(Argo CD would prune every running job). Set allowNoJobs: true in the ClusterProfile if that "
+                   "is what you mean")
+
+
 # ---- plan, render -------------------------------------------------------------
 
 @dataclass
