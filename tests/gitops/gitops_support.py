@@ -149,10 +149,10 @@ def documents(text: str) -> list[str]:
 
 
 @functools.cache
-def committed_rendered_documents(overlay: str) -> tuple[str, ...]:
-    """The YAML documents of this repository's rendered/<overlay>/ (read once per test session)."""
-    return tuple(d for path in sorted((REPO / "rendered" / overlay).rglob("*.yaml"))
-                 for d in documents(path.read_text()))
+def committed_rendered_documents(overlay: str, namespace: str = "") -> tuple[str, ...]:
+    """The YAML documents of this repository's rendered/<overlay>/[<namespace>/] (read once per test session)."""
+    folder = REPO / "rendered" / overlay / namespace if namespace else REPO / "rendered" / overlay
+    return tuple(d for path in sorted(folder.rglob("*.yaml")) for d in documents(path.read_text()))
 
 
 @functools.cache

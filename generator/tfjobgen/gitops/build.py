@@ -82,8 +82,10 @@ def kustomize_command() -> list[str]:
 
 
 # The ClusterProfile plugin of an "intents" build: it hands kustomize back what kustomize gave it, so
-# the build's output is exactly what tfjobgen's plugin would have received.
-_ECHO_PLUGIN = "#!/bin/sh\n# tfjobgen build: the objects as they reach the ClusterProfile transformer\nexec cat\n"
+# the build's output is exactly what tfjobgen's plugin would have received. (Python, not cat: the
+# Argo CD sidecar needs nothing but bash, python3 and kustomize.)
+_ECHO_PLUGIN = ("#!{python} -S\n# tfjobgen build: the objects as they reach the ClusterProfile transformer\n"
+                "import shutil, sys\nshutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)\n")
 _PROFILE_PLUGIN = ("tfjobgen.dev", "v1alpha1", "clusterprofile", "ClusterProfile")
 
 
@@ -102,7 +104,7 @@ def plugin_environment(root: Path, echo: bool = False):
         if echo:
             plugin = home.joinpath(*_PROFILE_PLUGIN)
             plugin.parent.mkdir(parents=True, exist_ok=True)
-            plugin.write_text(_ECHO_PLUGIN)
+            plugin.write_text(_ECHO_PLUGIN.format(python=sys.executable))
         for folder, _, names in os.walk(home):
             for name in names:
                 os.chmod(os.path.join(folder, name), 0o755)
@@ -224,7 +226,7 @@ def _direct(root: Path, plan: layouts.Layout, selection: Selection) -> Build:
         return build
     found = [intent for intent in plan.intents if selection.picks(intent)]
     if not found and not profile.allow_no_jobs:
-        build.problems = [pipeline.no_jobs(0)]
+        build.problems = [_nothing_selected(selection, plan)]
         return build
     expansion = pipeline.expand(found, profile)
     build.problems = expansion.problems
@@ -254,12 +256,23 @@ def _expanded(root: Path, plan: layouts.Layout, intents_build: Build, selection:
         (selection.namespaces is None or intents.ref_of(item).namespace in selection.namespaces)
         and (written is None or intents.ref_of(item).name in written))]
     jobs = {intents.ref_of(item).name for item in items if intents.is_intent(item)}
+    if not jobs and selection.namespaces is not None and not profile.allow_no_jobs:
+        build.problems.append(_nothing_selected(selection, plan))
+        return build
     directory = root / plan.overlay
     expanded, problems = krm.expand_items(items, profile, str(directory))
     build.problems += [_from_patch(p, root, directory) for p in problems]
     if build.ok:
         build.objects = emit.kustomize_order([obj for obj in expanded if selection.keeps(obj, jobs)])
     return build
+
+
+def _nothing_selected(selection: Selection, plan: layouts.Layout) -> Problem:
+    if selection.namespaces is None:
+        return pipeline.no_jobs(0)
+    return Problem(f"no TrainingJob of namespace {', '.join(sorted(selection.namespaces))} here: refusing "
+                   "an empty set (Argo CD would prune every running job of that team). When a team has no job left "
+                   "on a cluster, remove that destination from argocd/base/project.yaml", file=plan.overlay)
 
 
 def _relative(problem: Problem, root: Path) -> Problem:

@@ -1,8 +1,8 @@
 """The last step before Argo CD: refuse a build that would prune running training, then annotate it.
 
-Both delivery modes end here: the CMP plugin pipes `kustomize build` into
-`python3 -m tfjobgen.gitops.deliver`, and `tfjobgen hydrate` calls deliver()
-on the same build, so Argo CD gets the same objects either way.
+Both delivery modes end here: `tfjobgen build` (what the CMP plugin runs) and
+`tfjobgen hydrate` call deliver() on the same build (hydrate.delivered), so Argo CD
+gets the same objects either way.
 
 Checks (each an error, so Argo CD gets nothing rather than a set it would prune against):
 
@@ -27,14 +27,12 @@ Annotations, on the objects that run pods (batch Jobs; TFJobs and JobSets later)
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-from .. import contract, emit, intents, labels, model, source
+from .. import contract, intents, labels, model, source
 from ..problems import WARNING, InvalidInput, Problem
 from . import tree
 
@@ -236,7 +234,7 @@ def deliver(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> tupl
     return annotate(objects), problems
 
 
-# ---- the CMP plugin's last step --------------------------------------------------------
+# ---- finding the repository -------------------------------------------------------------
 
 def find_root(start: Path) -> Path | None:
     """The nearest folder at or above `start` laid out like this repository."""
@@ -244,58 +242,3 @@ def find_root(start: Path) -> Path | None:
         if tree.is_tree(folder) and (folder / tree.JOBS).is_dir():
             return folder
     return None
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`kustomize build ... | python3 -m tfjobgen.gitops.deliver`: print the build only if it is safe."""
-    parser = argparse.ArgumentParser(
-        prog="python3 -m tfjobgen.gitops.deliver",
-        description="Check a kustomize build of an overlay (stdin) and print it for Argo CD, annotated; "
-                    "print nothing and exit 1 when it would prune running training.")
-    parser.add_argument("--repo", help="repository root (default: the nearest folder above with overlays/ and jobs/)")
-    parser.add_argument("--overlay", default=".", help="the overlay that was built (default: the current folder)")
-    args = parser.parse_args(argv)
-    try:
-        return _run(args)
-    except Exception as err:  # never a traceback in Argo CD's UI: one line that says what broke
-        print(f"tfjobgen deliver: internal error ({type(err).__name__}: {err}); nothing was printed", file=sys.stderr)
-        return 3
-
-
-def _run(args) -> int:
-    overlay_dir = Path(args.overlay).resolve()
-    root = Path(args.repo).resolve() if args.repo else find_root(overlay_dir)
-    if root is None:
-        print(f"tfjobgen deliver: no folder with overlays/ and jobs/ at or above {overlay_dir}", file=sys.stderr)
-        return 1
-    try:
-        overlay = overlay_dir.relative_to(root).as_posix()
-    except ValueError:
-        overlay = str(overlay_dir)
-    jobs, problems = tree.job_files(root)
-    problems += intents.duplicate_names(jobs) + ([] if problems else patch_problems(root, overlay, jobs))
-    text = sys.stdin.read()
-    if not text.strip():
-        problems.append(Problem(
-            "kustomize printed no objects (if it failed, its error is above): refusing an empty set, which Argo CD "
-            "would prune every running job against", file=overlay))
-    try:
-        objects = [d for d in source.parse_stream(text, overlay) if isinstance(d, dict)]
-    except InvalidInput as err:
-        objects, problems = [], problems + err.problems
-    if not any(p.is_error for p in problems):
-        delivered, found = deliver(objects, jobs, overlay)
-        problems += found
-    for problem in problems:
-        print(problem.format(), file=sys.stderr)
-    errors = sum(p.is_error for p in problems)
-    if errors:
-        print(f"tfjobgen deliver: {errors} error(s); refusing to hand this build to Argo CD (nothing was printed)",
-              file=sys.stderr)
-        return 1
-    sys.stdout.write(emit.to_yaml(delivered))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
