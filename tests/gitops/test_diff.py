@@ -159,3 +159,49 @@ def test_the_base_is_read_from_git_without_touching_the_repository(repo):
     assert git(repo, "worktree", "list").count("\n") == 0, "no worktree was added"
     assert git(repo, "status", "--porcelain") != status  # only the edit
     assert git(repo, "stash", "list") == ""
+
+
+# ---- building only what a change can affect --------------------------------------------------------
+
+def _affected(repo, tmp_path):
+    """diff.affected_files for the working tree against main, with main extracted as the diff extracts it."""
+    from tfjobgen.gitops import tree
+
+    commit = git(repo, "rev-parse", "main")
+    base = tmp_path / f"base-{len(list(tmp_path.glob('base-*')))}"
+    base.mkdir()
+    tree.extract_commit(repo, commit, base)
+    return diff.affected_files(repo, base, commit)
+
+
+def _reports(repo, monkeypatch) -> tuple[str, str]:
+    """The report as `tfjobgen diff main` makes it, and the same report with every job built."""
+    selective = diff.to_markdown(diff.make_report(repo, "main"))
+    monkeypatch.setattr(diff, "affected_files", lambda *args: None)
+    everything = diff.to_markdown(diff.make_report(repo, "main"))
+    return selective, everything
+
+
+def test_a_change_to_one_job_builds_that_job_and_reports_what_a_full_build_reports(repo, monkeypatch, tmp_path):
+    edit(repo / "jobs" / "wide-deep.yaml", "worker: {replicas: 32,", "worker: {replicas: 40,")
+    add_job(repo, "ctr-small", "placement-experiments")
+    (repo / "jobs" / "scene2-case1.yaml").unlink()
+    write_job_list(repo)
+    assert _affected(repo, tmp_path) == {"jobs/wide-deep.yaml", "jobs/ctr-small.yaml", "jobs/scene2-case1.yaml"}
+    selective, everything = _reports(repo, monkeypatch)
+    assert selective == everything
+    assert "| seed-80c | 1 | 1 | 1 | 1 |" in selective
+
+
+def test_a_change_outside_the_job_files_builds_everything(repo, monkeypatch, tmp_path):
+    edit(repo / "overlays" / "prod-96c" / "kustomization.yaml", "value: 48", "value: 40")
+    assert _affected(repo, tmp_path) is None
+    git(repo, "checkout", "--", "overlays")
+    (repo / "jobs" / "kustomization.yaml").write_text((repo / "jobs" / "kustomization.yaml").read_text()
+                                                      + "commonLabels: {owner: ml}\n")
+    assert _affected(repo, tmp_path) is None, "a kustomization change beyond its resources"
+    git(repo, "checkout", "--", "jobs")
+    (repo / "README.md").write_text("docs only\n")
+    assert _affected(repo, tmp_path) == frozenset(), "nothing a build reads"
+    selective, everything = _reports(repo, monkeypatch)
+    assert selective == everything and "| seed-80c | 0 | 0 | 0 | 3 |" in selective

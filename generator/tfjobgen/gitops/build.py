@@ -185,10 +185,16 @@ def build_overlays(root: Path, overlays: list[str], selection: Selection = EVERY
             tempfile.TemporaryDirectory(prefix="tfjobgen-shares-") as scratch:
         runs: list[tuple[str, Path, Path, dict]] = []  # (overlay, tree root, overlay folder, environment)
         for name, plan in plans.items():
-            if modes[name] in (INTENTS, WHOLE):
+            files = [f for f in plan.files() if any(selection.picks(i) for i in plan.intents if i.file == f)]
+            shareable = plan.need <= layouts.PER_OBJECT and plan.local
+            if modes[name] == INTENTS and selection != EVERYTHING and shareable:
+                # Some jobs of a big tree (a team's Application, a diff): kustomize reads only their files.
+                folder = layouts.write_share(root, plan, files, Path(scratch, name),
+                                             with_others=selection.files is None)
+                runs.append((name, Path(scratch, name), folder, echo_env))
+            elif modes[name] in (INTENTS, WHOLE):
                 runs.append((name, root, root / OVERLAYS / name, echo_env if modes[name] == INTENTS else env))
             elif modes[name] == SHARDS:
-                files = [f for f in plan.files() if any(selection.picks(i) for i in plan.intents if i.file == f)]
                 for index, share in enumerate(layouts.shares(plan, files)):
                     folder = layouts.write_share(root, plan, share, Path(scratch, f"{name}-{index}"),
                                                  with_others=index == 0 and selection.files is None)

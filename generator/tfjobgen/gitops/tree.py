@@ -90,6 +90,19 @@ def resolve_commit(root: Path, ref: str) -> str:
     return proc.stdout.decode().strip()
 
 
+def changed_paths(root: Path, commit: str) -> set[str] | None:
+    """Paths under root (relative, with '/') that differ between `commit` and the working tree.
+
+    Tracked files changed, added or deleted since the commit (staged or not), and untracked files
+    git does not ignore. None when git cannot say.
+    """
+    changed = _git(root, "diff", "--name-only", "--no-renames", "--relative", commit, "--")
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard")
+    if changed.returncode != 0 or untracked.returncode != 0:
+        return None
+    return {line for proc in (changed, untracked) for line in proc.stdout.decode().splitlines() if line}
+
+
 def extract_commit(root: Path, commit: str, destination: Path) -> None:
     """Write the build inputs of `commit` under `destination` (nothing, for a commit that predates them)."""
     listing = _git(root, "ls-tree", "--name-only", commit)
