@@ -25,7 +25,7 @@ import os
 import re
 import sys
 
-from . import emit, intents, locate, pipeline, source
+from . import emit, intents, pipeline, source
 from .pipeline import Intent
 from .problems import ERROR, InvalidInput, Problem, has_errors
 from .profile import ClusterProfile
@@ -42,6 +42,8 @@ def _intent(item: dict) -> Intent:
 
 def _with_sources(found: list[Intent], root: str) -> list[Intent]:
     """The intents with the file and document the user wrote, found by walking the kustomization at root."""
+    from . import locate  # only when there are errors to place
+
     sources = locate.find_intents(root)
     placed = []
     for intent in found:

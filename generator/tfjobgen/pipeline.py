@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from . import backends, container, intents, model, names, plan, qos, schema, source, topology, tuning
@@ -60,7 +59,7 @@ def load_intents(paths: list[str], relative_to: str | None = None) -> tuple[list
     """
     found, problems = [], []
     for path in intents.files(paths):
-        shown = Path(os.path.relpath(path, relative_to)).as_posix() if relative_to else path
+        shown = os.path.relpath(path, relative_to).replace(os.sep, "/") if relative_to else path
         try:
             documents = source.parse_documents(source.read_text(path), shown)
         except InvalidInput as err:
