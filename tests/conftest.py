@@ -40,6 +40,7 @@ TOOL_MARKERS = {
     "git": "creates git repositories",
     "tensorflow": "imports TensorFlow or starts TensorFlow processes",
     "timeouts": "waits for real retries and timeouts over sockets (seconds per test)",
+    "hypothesis": "runs many generated examples (property tests)",
     "checkov": "runs checkov",
 }
 FAST_MARKER = "fast"
@@ -125,6 +126,8 @@ def pytest_collection_modifyitems(config, items):
         for definitions in item._fixtureinfo.name2fixturedefs.values():
             for definition in definitions:
                 tools |= _tools_reached(definition.func, seen)
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            tools.add("hypothesis")
         for tool in sorted(tools) or [FAST_MARKER]:
             item.add_marker(tool)
 

@@ -52,7 +52,8 @@ def cmd_validate(args) -> int:
     _print_problems(sorted(problems, key=lambda p: (p.file, p.line, p.field)))
     errors = sum(p.is_error for p in problems)
     if not found and not problems:
-        print("tfjobgen: no TrainingJob found", file=sys.stderr)
+        print(f"{' '.join(args.paths)}: no TrainingJob found (a job file has apiVersion: tfjobgen.dev/v1alpha1 and "
+              "kind: TrainingJob)", file=sys.stderr)
         return EXIT_INVALID
     print(f"{len(found)} TrainingJob(s) checked: {errors} error(s), {len(problems) - errors} warning(s)",
           file=sys.stderr)

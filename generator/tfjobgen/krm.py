@@ -21,6 +21,7 @@ results, not exit codes); the same problems go to stderr, one per line.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -96,7 +97,13 @@ def _result(problem: Problem) -> dict:
     return entry
 
 
-def _report(problems: list[Problem], stderr) -> None:
+def _placed(problems: list[Problem], where: str) -> list[Problem]:
+    """Problems of the build as a whole (no file, no object) placed at `where`, so each line says where."""
+    return [p if p.file or p.ref else dataclasses.replace(p, file=where) for p in problems]
+
+
+def _report(problems: list[Problem], stderr=None) -> None:
+    stderr = stderr or sys.stderr  # looked up at each call: a caller may have redirected it
     for problem in problems:
         print(problem.format(), file=stderr)
     errors = sum(p.severity == ERROR for p in problems)
@@ -114,7 +121,7 @@ def _profile_from_function_config(config) -> ClusterProfile:
     return pipeline.profile_from(config)
 
 
-def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int]:
+def run_resource_list(text: str, root: str, stderr=None) -> tuple[str, int]:
     """KRM: ResourceList in, ResourceList out, as block YAML (kpt keeps the style it is given)."""
     try:
         documents = source.parse_stream(text, "<stdin>")
@@ -127,10 +134,12 @@ def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int
         config = resource_list.get("functionConfig")
         profile = _profile_from_function_config(config)
     except InvalidInput as err:
-        _report(err.problems, stderr)
+        problems = _placed(err.problems, "<stdin>")
+        _report(problems, stderr)
         return emit.to_yaml([{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [],
-                              "results": [_result(p) for p in err.problems]}]), 1
+                              "results": [_result(p) for p in problems]}]), 1
     items, problems = expand_items(items, profile, root)
+    problems = _placed(problems, "<stdin>")
     _report(problems, stderr)
     output = {"apiVersion": resource_list.get("apiVersion", "config.kubernetes.io/v1"), "kind": "ResourceList",
               "items": items}
@@ -141,21 +150,23 @@ def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int
     return emit.to_yaml([output]), 1 if has_errors(problems) else 0
 
 
-def run_legacy_plugin(config_path: str, text: str, root: str, stderr=sys.stderr) -> tuple[str, int]:
+def run_legacy_plugin(config_path: str, text: str, root: str, stderr=None) -> tuple[str, int]:
     """kustomize exec plugin: objects as a YAML stream in and out; only intents are parsed."""
     try:
         profile = pipeline.load_profile(config_path)
         chunks = [c for c in _DOC_SPLIT.split(text) if c.strip()]
         items: list = []
         for chunk in chunks:
-            if intents.may_be_ours(chunk):
-                items.extend(source.parse_stream(chunk, "<stdin>"))
+            parsed = source.parse_stream(chunk, "<stdin>") if intents.may_be_ours(chunk) else []
+            if parsed and all(isinstance(d, dict) for d in parsed):
+                items.extend(parsed)
             else:
                 items.append(chunk)  # passed through as text, unparsed
     except InvalidInput as err:
         _report(err.problems, stderr)
         return "", 1
     expanded, problems = expand_items(items, profile, root)
+    problems = _placed(problems, _kustomization_of(root))
     _report(problems, stderr)
     if has_errors(problems):
         return "", 1
@@ -173,6 +184,14 @@ def run_legacy_plugin(config_path: str, text: str, root: str, stderr=sys.stderr)
     return "".join(out), 0
 
 
+def _kustomization_of(root: str) -> str:
+    """The kustomization kustomize ran us from, as the user knows its path (where a build-wide problem is)."""
+    from . import locate
+
+    found = intents.kustomization_file(root)
+    return locate.display_path(found) if found else "<stdin>"
+
+
 def main(argv: list[str]) -> int:
     """`tfjobgen krm [CONFIG]`: CONFIG given means the legacy plugin convention."""
     raw = sys.stdin.buffer.read(source.MAX_STREAM_BYTES + 1)
@@ -180,7 +199,7 @@ def main(argv: list[str]) -> int:
     try:
         text = source.decode(raw, "<stdin>")
     except InvalidInput as err:
-        _report(err.problems, sys.stderr)
+        _report(err.problems)
         return 1
     if argv:
         output, code = run_legacy_plugin(argv[0], text, root)

@@ -13,7 +13,7 @@ from . import intents, source
 from .problems import InvalidInput
 
 
-def _display_path(path: str) -> str:
+def display_path(path: str) -> str:
     """A path as the user knows it: relative to the repository root when inside one (kustomize changed our cwd).
 
     The root is the nearest folder with .git, or with both jobs/ and overlays/ (an Argo CD checkout has no .git).
@@ -47,5 +47,5 @@ def find_intents(root: str, limit: int = 20000) -> dict[tuple[str, str], tuple[s
         for document in documents:
             if intents.is_intent(document.data):
                 ref = intents.ref_of(document.data)
-                found.setdefault((ref.namespace, ref.name), (_display_path(path), document))
+                found.setdefault((ref.namespace, ref.name), (display_path(path), document))
     return found

@@ -86,7 +86,7 @@ def profile_from(data: dict, file: str = "", document: source.Document | None = 
     if problems:
         raise InvalidInput([
             p.located(file, document.line_of(p.field) if document else 0,
-                      ResourceRef(model.API_VERSION, PROFILE_KIND, str(data.get("metadata", {}).get("name", ""))))
+                      ResourceRef(model.API_VERSION, PROFILE_KIND, intents.ref_of(data).name))
             for p in problems])
     return cluster_profile(data)
 
@@ -175,9 +175,8 @@ def collisions(expanded: list[list[dict]], intents: list[Intent], others: list[d
 
 
 def _identity(obj: Any) -> tuple:
-    meta = obj.get("metadata", {}) if isinstance(obj, dict) else {}
-    meta = meta if isinstance(meta, dict) else {}
-    return (obj.get("kind", "") if isinstance(obj, dict) else "", meta.get("namespace", ""), meta.get("name", ""))
+    ref = intents.ref_of(obj)  # text whatever the document holds
+    return (ref.kind, ref.namespace, ref.name)
 
 
 def _sorted(problems: list[Problem]) -> list[Problem]:

@@ -48,7 +48,7 @@ class Problem:
 
     def format(self) -> str:
         """One line: `file:line: [warning: ]field: message`."""
-        where = self.file or (f"{self.ref.kind} {self.ref.namespace}/{self.ref.name}" if self.ref else "")
+        where = self.file or (f"{self.ref.kind or 'object'} {self.ref.namespace}/{self.ref.name}" if self.ref else "")
         if where and self.line:
             where = f"{where}:{self.line}"
         parts = [p for p in (where, "warning" if self.severity == WARNING else "", self.field) if p]
