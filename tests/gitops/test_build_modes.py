@@ -39,6 +39,11 @@ def generated(tmp_path_factory):
     return root, whole
 
 
+@uses("kubectl")  # build_overlays runs kubectl's kustomize for every mode but direct
+def _build(*args, **kwargs) -> dict:
+    return build.build_overlays(*args, **kwargs)
+
+
 def _text(builds) -> dict[str, str]:
     for name, result in builds.items():
         assert result.ok, [p.format() for p in result.problems]
@@ -48,7 +53,7 @@ def _text(builds) -> dict[str, str]:
 def test_the_overlays_of_this_repository_need_no_kustomize_run_per_object(built_overlays):
     assert {o: layout.NEEDS[layout.read(REPO, f"overlays/{o}").need] for o in OVERLAYS} == \
         {"seed-80c": "passive", "prod-96c": "per-object"}
-    builds = build.build_overlays(REPO, OVERLAYS)
+    builds = _build(REPO, OVERLAYS)
     assert {o: b.mode for o, b in builds.items()} == {"seed-80c": build.DIRECT, "prod-96c": build.INTENTS}
     assert _text(builds) == built_overlays, "byte for byte what kubectl kustomize prints"
 
@@ -57,7 +62,7 @@ def test_the_overlays_of_this_repository_need_no_kustomize_run_per_object(built_
 def test_every_mode_gives_kustomizes_bytes_on_a_generated_repository(generated, mode, monkeypatch):
     root, whole = generated
     monkeypatch.setattr(layout, "SHARD_WEIGHT", 100)  # several shares even for 30 jobs
-    builds = build.build_overlays(root, OVERLAYS, mode=mode)
+    builds = _build(root, OVERLAYS, mode=mode)
     assert _text(builds) == whole
     if mode == build.SHARDS:
         assert all(b.shards >= 3 for b in builds.values()), {o: b.shards for o, b in builds.items()}
@@ -65,7 +70,7 @@ def test_every_mode_gives_kustomizes_bytes_on_a_generated_repository(generated, 
 
 def test_direct_applies_only_where_kustomize_does_nothing_to_the_intents(generated):
     root, whole = generated
-    builds = build.build_overlays(root, ["seed-80c"], mode=build.DIRECT)
+    builds = _build(root, ["seed-80c"], mode=build.DIRECT)
     assert _text(builds) == {"seed-80c": whole["seed-80c"]}
     with pytest.raises(ValueError, match="prod-96c cannot be built direct"):
         build.build_overlays(root, ["prod-96c"], mode=build.DIRECT)
@@ -81,7 +86,7 @@ def test_a_selection_is_the_part_of_the_whole_build_it_names(generated):
         expected = {o: emit.to_yaml([obj for obj in _objects(text) if keep(obj)]) for o, text in whole.items()}
         assert all(expected.values())
         for mode in (None, build.SHARDS):
-            assert _text(build.build_overlays(root, OVERLAYS, selection, mode=mode)) == expected, mode
+            assert _text(_build(root, OVERLAYS, selection, mode=mode)) == expected, mode
 
 
 def _objects(text: str) -> list[dict]:
@@ -124,10 +129,10 @@ def test_intent_files_with_other_objects_or_kustomize_annotations_are_not_direct
 def test_a_tree_with_another_generator_is_built_by_kustomize_with_that_generator(tmp_path):
     """A base commit of `tfjobgen diff` brings its own generator/: nothing is expanded in-process."""
     repo = copy_repo(tmp_path / "repo")
-    builds = build.build_overlays(repo, OVERLAYS)
+    builds = _build(repo, OVERLAYS)
     assert {o: b.mode for o, b in builds.items()} == {o: build.SHARDS for o in OVERLAYS}
     shutil.rmtree(repo / "generator")  # no generator of its own: the installed one builds it
-    assert {o: b.mode for o, b in build.build_overlays(repo, OVERLAYS).items()} == \
+    assert {o: b.mode for o, b in _build(repo, OVERLAYS).items()} == \
         {"seed-80c": build.DIRECT, "prod-96c": build.INTENTS}
 
 
@@ -136,7 +141,7 @@ def test_an_invalid_job_is_located_in_every_mode(generated, tmp_path):
     job = root / "jobs" / "wide-deep.yaml"
     job.write_text(job.read_text().replace("qos: cpuset", "qos: turbo"))
     for mode in (build.DIRECT, build.INTENTS, build.SHARDS, build.WHOLE):
-        result = build.build_overlays(root, ["seed-80c"], mode=mode)["seed-80c"]
+        result = _build(root, ["seed-80c"], mode=mode)["seed-80c"]
         assert not result.ok and result.objects == []
         assert [p.format().split(": ")[0:2] for p in result.problems if p.is_error] == \
             [["jobs/wide-deep.yaml:13", "spec.qos"]], (mode, [p.format() for p in result.problems])

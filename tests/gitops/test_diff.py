@@ -12,6 +12,7 @@ import re
 import pytest
 import yaml
 
+from conftest import uses
 from gitops_support import commit_all, copy_repo, git, tfjobgen, write_job_list
 from tfjobgen.gitops import diff
 
@@ -174,6 +175,7 @@ def _affected(repo, tmp_path):
     return diff.affected_files(repo, base, commit)
 
 
+@uses("kubectl")
 def _reports(repo, monkeypatch) -> tuple[str, str]:
     """The report as `tfjobgen diff main` makes it, and the same report with every job built."""
     selective = diff.to_markdown(diff.make_report(repo, "main"))

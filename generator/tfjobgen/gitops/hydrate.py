@@ -54,8 +54,9 @@ def readme(overlays: list[str]) -> bytes:
         "# rendered/ (generated: do not edit)",
         "",
         f"Written by `{FIX_COMMAND}` from `overlays/` and `jobs/`; CI fails when it is stale. In",
-        "rendered-manifests mode Argo CD syncs `rendered/<cluster>/` as plain YAML, with no plugin",
-        "(docs/gitops.md). One file per job, in the folder of its namespace, for the clusters:",
+        "rendered-manifests mode Argo CD syncs each `rendered/<cluster>/<namespace>/` as plain YAML, with",
+        "no plugin, one Application per cluster and team (docs/gitops.md). One file per job, in the folder",
+        "of its namespace, for the clusters:",
         "",
         *(f"- `{overlay}/` from `overlays/{overlay}/`" for overlay in overlays),
     ]
