@@ -185,7 +185,8 @@ def build_overlays(root: Path, overlays: list[str], selection: Selection = EVERY
             tempfile.TemporaryDirectory(prefix="tfjobgen-shares-") as scratch:
         runs: list[tuple[str, Path, Path, dict]] = []  # (overlay, tree root, overlay folder, environment)
         for name, plan in plans.items():
-            files = [f for f in plan.files() if any(selection.picks(i) for i in plan.intents if i.file == f)]
+            picked = {intent.file for intent in plan.intents if selection.picks(intent)}
+            files = [f for f in plan.files() if f in picked]
             shareable = plan.need <= layouts.PER_OBJECT and plan.local
             if modes[name] == INTENTS and selection != EVERYTHING and shareable:
                 # Some jobs of a big tree (a team's Application, a diff): kustomize reads only their files.

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import emit, intents, pipeline, source
-from ..problems import InvalidInput, Problem
+from ..problems import InvalidInput
 
 PASSIVE, PER_OBJECT, BEFORE, OPAQUE = 0, 1, 2, 3
 NEEDS = ("passive", "per-object", "before", "opaque")
@@ -62,7 +62,6 @@ class Layout:
     listing: dict[str, str] = field(default_factory=dict)  # resource file -> the kustomization folder listing it
     others: list[str] = field(default_factory=list)  # resource files with objects other than intents
     local: bool = True  # every file it reads is under TREE_FOLDERS (a share can be copied)
-    problems: list[Problem] = field(default_factory=list)  # resource files that cannot be read
 
     def files(self) -> list[str]:
         """The intent files, in the order kustomize reads them."""
@@ -142,9 +141,8 @@ def _read_resource(root: Path, path: str, folder: str, layout: Layout) -> None:
     layout.listing[path] = folder
     try:
         documents = source.parse_documents(source.read_text(str(root / path)), path)
-    except InvalidInput as err:
-        layout.problems += err.problems
-        layout._needs(OPAQUE, f"{path} cannot be read")
+    except InvalidInput:
+        layout._needs(OPAQUE, f"{path} cannot be read")  # kustomize, building it whole, says why
         return
     found = [pipeline.Intent(d.data, path, d) for d in documents if intents.is_intent(d.data)]
     if len(found) != len(documents):
