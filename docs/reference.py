@@ -44,10 +44,16 @@ def _rows(node: dict, path: str, required: set[str], rows: list) -> None:
                         f"{raw.get('description', '')} ({note}) |")
             continue
         default = json.dumps(prop["default"]) if "default" in prop else ("required" if key in required else "")
-        description = prop.get("description", "").replace("|", "\\|").replace("\n", " ")
+        description = prop.get("description", "")
+        for example in prop.get("examples", []):
+            description += f" Example: `{json.dumps(example, separators=(', ', ': '))}`"
+        description = description.replace("|", "\\|").replace("\n", " ")
         rows.append(f"| `{here}` | {_type(prop)} | {default} | {description} |")
         if prop.get("type") == "object" or "properties" in prop:
             _rows(prop, here, set(prop.get("required", [])), rows)
+        items = schema._resolve(prop.get("items", {}), ROOT) if isinstance(prop.get("items"), dict) else {}
+        if "properties" in items:  # a list of objects: each item's fields, as <field>[]
+            _rows(items, f"{here}[]", set(items.get("required", [])), rows)
         extra = prop.get("additionalProperties")
         if isinstance(extra, dict) and "properties" in schema._resolve(extra, ROOT):
             _rows(extra, f"{here}.<name>", set(schema._resolve(extra, ROOT).get("required", [])), rows)

@@ -27,3 +27,10 @@ def test_field_reference_matches_the_schemas(tmp_path):
 def test_placement_picture_matches_the_generator(tmp_path):
     committed, fresh = _regenerated("docs/placement.py", "docs/placement.svg", tmp_path)
     assert committed == fresh, "docs/placement.svg is stale: run .venv/bin/python docs/placement.py"
+
+
+def test_the_seed_scenes_table_in_plan_md_is_what_tfjobgen_plan_says():
+    printed = subprocess.run([sys.executable, str(REPO / "docs/plan_scenes.py")], check=True, capture_output=True,
+                             text=True).stdout
+    assert printed.strip() in (REPO / "docs/plan.md").read_text(), \
+        "docs/plan.md's scene table is stale: paste the output of .venv/bin/python docs/plan_scenes.py"

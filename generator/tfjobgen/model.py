@@ -64,6 +64,25 @@ class Hadoop:
 
 
 @dataclass(frozen=True)
+class DeclaredVariable:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    trainable: bool
+    lookups_per_step: int | None  # None: read whole every step
+
+
+@dataclass(frozen=True)
+class DeclaredModel:
+    """spec.model: what a program of your own creates on the PS (for `tfjobgen plan`)."""
+
+    optimizer: str
+    partitioner: str
+    min_shard_bytes: int
+    variables: tuple[DeclaredVariable, ...]
+
+
+@dataclass(frozen=True)
 class TrainingJob:
     name: str
     namespace: str
@@ -86,6 +105,7 @@ class TrainingJob:
     read_only_root_filesystem: bool
     hadoop: Hadoop | None
     training: dict[str, Any]
+    model: DeclaredModel | None = None
 
     @property
     def uses_star_server(self) -> bool:
@@ -110,6 +130,16 @@ def _role(name: str, spec: dict) -> Role:
         intra_op=threads.get("intraOp"),
         inter_op=threads.get("interOp"),
         env=tuple(spec.get("env", ())),
+    )
+
+
+def _declared_model(spec: dict) -> DeclaredModel:
+    return DeclaredModel(
+        optimizer=spec["optimizer"],
+        partitioner=spec["partitioner"],
+        min_shard_bytes=spec["minShardBytes"],
+        variables=tuple(DeclaredVariable(v["name"], tuple(v["shape"]), v["dtype"], v["trainable"],
+                                         v.get("lookupsPerStep")) for v in spec["variables"]),
     )
 
 
@@ -154,4 +184,5 @@ def training_job(document: dict) -> TrainingJob:
         hadoop=Hadoop(spec["hadoop"]["home"], spec["hadoop"]["javaHome"], spec["hadoop"].get("user"))
         if "hadoop" in spec else None,
         training=spec["training"],
+        model=_declared_model(spec["model"]) if "model" in spec else None,
     )

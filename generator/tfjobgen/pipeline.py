@@ -101,6 +101,10 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
     job = model.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
     for check in (names.check, container.check):
         problems += check(job)
+    if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
+        from .planner import variables as declared_variables
+
+        problems += declared_variables.check(job)
     for check in (qos.check, topology.check, tuning.check, backends.get(job.backend).check):
         problems += check(job, profile)
     problems = [intent.locate(p) for p in problems]

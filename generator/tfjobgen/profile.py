@@ -26,12 +26,14 @@ class NodePool:
     node_selector: dict[str, str]
     tolerations: tuple[dict, ...]
     node: NodeShape
+    node_count: int | None  # nodes in the pool, when the profile says
 
 
 @dataclass(frozen=True)
 class ClusterProfile:
     name: str
     node: NodeShape
+    node_count: int | None  # nodes roles without a pool can use, when the profile says
     node_pools: dict[str, NodePool]
     cpu_manager_selector: dict[str, str]
     cpu_manager_tolerations: tuple[dict, ...]
@@ -50,6 +52,10 @@ class ClusterProfile:
         """Shape of the nodes a role runs on."""
         return self.node_pools[pool].node if pool else self.node
 
+    def node_count_for(self, pool: str | None) -> int | None:
+        """How many nodes a role can use (None: the profile does not say)."""
+        return self.node_pools[pool].node_count if pool else self.node_count
+
 
 def _shape(spec: dict, fallback: NodeShape | None = None) -> NodeShape:
     if fallback is not None and not spec:
@@ -64,11 +70,13 @@ def cluster_profile(document: dict) -> ClusterProfile:
     return ClusterProfile(
         name=document["metadata"]["name"],
         node=node,
+        node_count=spec.get("nodeCount"),
         node_pools={
             name: NodePool(
                 node_selector=dict(pool["nodeSelector"]),
                 tolerations=tuple(pool["tolerations"]),
                 node=_shape(pool.get("node", {}), node),
+                node_count=pool.get("nodeCount"),
             )
             for name, pool in sorted(spec["nodePools"].items())
         },

@@ -162,6 +162,25 @@ def test_the_base_is_read_from_git_without_touching_the_repository(repo):
     assert git(repo, "stash", "list") == ""
 
 
+def test_the_report_folds_in_the_plan_of_each_added_or_changed_job(repo):
+    add_job(repo, "ctr-small", "placement-experiments")
+    job = yaml.safe_load((repo / "jobs" / "ctr-small.yaml").read_text())
+    job["spec"]["roles"]["ps"]["replicas"] = 2
+    job["spec"]["training"] = {"partitioner": "none"}
+    (repo / "jobs" / "ctr-small.yaml").write_text(yaml.safe_dump(job, sort_keys=False))
+    edit(repo / "jobs" / "scene2-case1.yaml", "ps: {replicas: 1,", "ps: {replicas: 2,")
+    proc = tfjobgen(repo, "diff", "main")
+    assert proc.returncode == 0, proc.stderr
+    assert_tables_are_well_formed(proc.stdout)
+    cluster = section(proc.stdout, "seed-80c")
+    folded = cluster[cluster.index("<details><summary>Plans of the added and changed jobs in seed-80c"):]
+    assert folded.index("</details>") > folded.index("#### Plan for `placement-experiments/scene2-case1`")
+    assert "#### Plan for `placement-experiments/ctr-small`" in folded
+    added = folded[folded.index("#### Plan for `placement-experiments/ctr-small`"):]
+    assert "- `spec.training.partitioner`: ps:1 would hold 94%" in added  # one PS of two carries the embedding
+    assert "wide-deep" not in folded  # unchanged jobs get no plan
+
+
 # ---- building only what a change can affect --------------------------------------------------------
 
 def _affected(repo, tmp_path):

@@ -23,8 +23,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import contract, describe, intents
-from ..problems import WARNING, Problem, distinct
+from .. import contract, describe, intents, source
+from ..problems import WARNING, InvalidInput, Problem, distinct
 from . import build, deliver, policy, tree
 
 MARKER = "<!-- tfjobgen-diff -->"
@@ -113,9 +113,6 @@ def affected_files(root: Path, base_root: Path, commit: str) -> frozenset[str] |
 
 
 def _only_intents(path: Path) -> bool:
-    from .. import source
-    from ..problems import InvalidInput
-
     try:
         documents = source.parse_documents(source.read_text(str(path)), str(path))
     except InvalidInput:
@@ -252,6 +249,7 @@ class Cluster:
     changes: list[JobChange]
     unchanged: int
     note: str = ""
+    plans: list[str] = field(default_factory=list)  # `tfjobgen plan` of each added or changed job, Markdown
 
 
 @dataclass
@@ -306,11 +304,52 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None) -> Report
             note = "the base revision does not build this overlay, so rows marked added may already run"
         changes = compare(old, new)
         unchanged = len(describe.jobs(new)) - sum(c.change != "removed" for c in changes) + head.unbuilt
-        clusters.append(Cluster(overlay, changes, unchanged, note))
+        keys = [c.key for c in changes if c.change != "removed"]
+        clusters.append(Cluster(overlay, changes, unchanged, note, plans_of(root, overlay, head.jobs, keys)))
         for project in policy.projects(root):
             problems += policy.check(project, overlay, new)
     problems += output_problems(base, head, crd_dir)
     return Report(base.label, head.label, clusters, _dedupe(problems))
+
+
+def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]) -> list[str]:
+    """`tfjobgen plan` (Markdown) of the jobs `keys`, from their files in jobs/ and the overlay's profile.
+
+    Patches an overlay applies to an intent are not seen here: the plan is of the job file.
+    Jobs with errors get none (their problems are in the report already).
+    """
+    from .. import pipeline
+    from ..planner import report, variables
+
+    profile_file = next((str(path) for path in sorted((root / tree.OVERLAYS / overlay).glob("*.y*ml"))
+                         if _is_profile(path)), None)
+    try:
+        profile = pipeline.load_profile(profile_file)
+    except InvalidInput:
+        return []
+    files = {job.key: job.file for job in jobs}
+    plans = []
+    for key in keys:
+        if key not in files:
+            continue
+        intents, _ = pipeline.load_intents([str(root / files[key])])
+        for intent in intents:
+            if f"{intent.ref.namespace}/{intent.ref.name}" != key:
+                continue
+            job, problems = pipeline.validate(intent, profile)
+            if job is not None:
+                plans.append(report.markdown(report.make(job, profile, variables.of_job(job)), heading="####"))
+    return plans
+
+
+def _is_profile(path: Path) -> bool:
+    from .. import pipeline
+
+    try:
+        return any(pipeline.kind_of(d.data) == "profile"
+                   for d in source.parse_documents(source.read_text(str(path)), str(path)))
+    except InvalidInput:
+        return False
 
 
 def output_problems(base: Side, head: Side, crd_dir: str | None) -> list[Problem]:
@@ -419,6 +458,10 @@ def to_markdown(report: Report) -> str:
                 out.append(f"- `{change.key}`")
                 out += [f"  - {line}" for line in change.details]
             out += ["", "</details>"]
+        if cluster.plans:
+            out += ["", f"<details><summary>Plans of the added and changed jobs in {cluster.overlay} "
+                        "(<code>tfjobgen plan</code>)</summary>", ""]
+            out += [plan for plan in cluster.plans] + ["</details>"]
     if any(c.restarts for cluster in report.clusters for c in cluster.changes):
         out += ["", "A job that **restarts** loses the progress since its last checkpoint: Argo CD deletes and "
                     "recreates all its Jobs together (docs/gitops.md, \"Changing a running job\")."]

@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..contract import ROLES, SINGLE_ROLES, TABLE_ROLES
+from ..runtime.variables import SLOTS
 from .machine import Machine
 
 PROCESS_BYTES = 700 << 20  # one TF task's memory besides the model (measured RSS: about 600 MB)
 AUTO_TASKS_PER_CORE = 2  # what an automatic scale-down aims for (plus one)
 MAX_TASKS_PER_CORE = 4  # what an explicit request may reach
 MEMORY_SHARE = 0.8  # of MemAvailable a run may plan to use
-_SLOTS = {"sgd": 0, "adagrad": 1, "ftrl": 2, "lazy_adam": 2, "adam": 2}
 
 
 class LocalError(Exception):
@@ -54,7 +54,7 @@ def model_bytes(training: dict | None) -> int:
         return 0
     model = training["model"]
     table = model["vocabularySize"] * (model["embeddingDim"] + 1) * 4
-    return table * (1 + _SLOTS.get(training["optimizer"], 2))
+    return table * (1 + len(SLOTS.get(training["optimizer"], SLOTS["adam"])))
 
 
 def describe_counts(counts: dict[str, int]) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 
 from .. import table
+from ..runtime.sharding import BALANCE_GOAL
 from .supervisor import RunResult
-
-BALANCE_GOAL = 1.10  # max/mean bytes per PS that counts as balanced
 
 
 def balance(result: RunResult) -> tuple[list[int], float] | None:

@@ -10,6 +10,7 @@ Modules, one concern each:
     settings   env -> Task (pure)              events    log lines people and run-local read
     control    chief <-> tasks: who is up, when to exit (plain sockets)
     sharding   partitioner choice, bytes per PS (pure)
+    variables  the model's variables in creation order, optimizer slots (pure; `tfjobgen plan` reads it too)
     watchdog   deadlines TensorFlow lacks
     errors     the failures the runtime knows, and their exit codes
     data       synthetic / TFRecord / CSV input  model       the reference wide & deep model

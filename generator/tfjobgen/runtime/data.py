@@ -25,9 +25,7 @@ import math
 import tensorflow as tf
 
 from .errors import SetupError
-
-FIELDS = 8
-DENSE = 8
+from .variables import DENSE, FIELDS  # the model's input width depends on them: one home
 _SKEW = 3.0  # id = vocabulary * u**_SKEW: 10% of the traffic hits the first 0.1% of ids
 _DENSE_WEIGHTS = [(-1.0 + 2.0 * i / (DENSE - 1)) for i in range(DENSE)]
 EVAL_SEED = 20240601  # held-out synthetic examples: the same for every evaluation

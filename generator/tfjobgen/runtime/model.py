@@ -19,7 +19,8 @@ from typing import Callable
 
 import tensorflow as tf
 
-from .data import DENSE, FIELDS
+from . import variables
+from .variables import FIELDS
 
 Initializer = Callable[[tuple], tf.Tensor]  # shape of the (partition of the) variable -> initial value
 
@@ -56,21 +57,26 @@ def tf1_variable(name: str, shape: tuple, initializer: Initializer):
         initializer=lambda shape, dtype=None, partition_info=None: initializer(tuple(shape)))
 
 
+def initializer(variable: variables.Variable) -> Initializer:
+    """The initial value of a variable of the layout (variables.py)."""
+    if variable.init == "uniform":
+        return uniform(0.05)
+    if variable.init == "he_normal":
+        return he_normal(variable.shape[0])
+    return zeros
+
+
 class WideDeep(tf.Module):
     def __init__(self, vocabulary: int, embedding_dim: int, hidden_units: tuple[int, ...],
                  new_variable: Callable[[str, tuple, Initializer], object]):
         super().__init__(name="wide_deep")
         self.embedding_dim = embedding_dim
-        self.embedding = new_variable("embedding", (vocabulary, embedding_dim), uniform(0.05))
-        self.wide = new_variable("wide", (vocabulary, 1), zeros)
-        self.tower = []
-        width = FIELDS * embedding_dim + DENSE
-        for i, units in enumerate(hidden_units):
-            self.tower.append((new_variable(f"hidden_{i}/kernel", (width, units), he_normal(width)),
-                               new_variable(f"hidden_{i}/bias", (units,), zeros)))
-            width = units
-        self.output_kernel = new_variable("output/kernel", (width, 1), he_normal(width))
-        self.output_bias = new_variable("output/bias", (1,), zeros)
+        # Created in the layout's order: round-robin placement on the PS follows it.
+        made = {v.name: new_variable(v.name, v.shape, initializer(v))
+                for v in variables.model_variables(vocabulary, embedding_dim, hidden_units)}
+        self.embedding, self.wide = made["embedding"], made["wide"]
+        self.tower = [(made[f"hidden_{i}/kernel"], made[f"hidden_{i}/bias"]) for i in range(len(hidden_units))]
+        self.output_kernel, self.output_bias = made["output/kernel"], made["output/bias"]
 
     def __call__(self, features: dict) -> tf.Tensor:
         """Logits, one per example."""

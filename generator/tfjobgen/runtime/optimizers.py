@@ -26,9 +26,9 @@ from typing import Callable, Iterable
 
 import tensorflow as tf
 
-KINDS = ("adagrad", "ftrl", "lazy_adam", "adam", "sgd")
-_SLOTS = {"sgd": {}, "adagrad": {"accumulator": 0.1}, "ftrl": {"accumulator": 0.1, "linear": 0.0},
-          "lazy_adam": {"m": 0.0, "v": 0.0}, "adam": {"m": 0.0, "v": 0.0}}
+from .variables import OPTIMIZERS as KINDS
+from .variables import SLOTS as _SLOTS  # plain data, shared with `tfjobgen plan`
+
 _BETA1, _BETA2, _EPSILON = 0.9, 0.999, 1e-7
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 MODES = ("auto", "fixed", "none")
+BALANCE_GOAL = 1.10  # max/mean bytes per PS that counts as balanced (run-local, tfjobgen plan)
 _PS_DEVICE = re.compile(r"/job:ps/(?:replica:\d+/)?task:(\d+)")
 
 
@@ -32,6 +33,12 @@ def shard_count(rows: int, row_bytes: int, mode: str, num_ps: int, min_shard_byt
     if mode == "auto" and rows * row_bytes < min_shard_bytes:
         return 1
     return min(num_ps, rows)
+
+
+def shard_rows(rows: int, shards: int) -> list[int]:
+    """Rows of each shard, as both APIs split a variable ("div"): the first rows % shards are one longer."""
+    base, extra = divmod(rows, shards)
+    return [base + (1 if i < extra else 0) for i in range(shards)]
 
 
 def partitioner(mode: str, num_ps: int, min_shard_bytes: int) -> Callable | None:

@@ -1,0 +1,383 @@
+"""`tfjobgen plan`: placement by TensorFlow's rules, traffic, capacity against the scheduler model, advice, errors.
+
+The placement predictions are held to measurements: benchmarks/runtime/results/balance.json
+holds bytes per PS that real TensorFlow reported (docs/runtime.md); tests/runtime/
+test_plan_prediction.py runs fresh ones. Capacity is held to tests/scheduling.py,
+the scheduler model the topology tests use.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import struct
+
+import pytest
+
+import scheduling
+from conftest import JOBS, REPO, need, render, run_tfjobgen
+from tfjobgen import backends, pipeline, schema
+from tfjobgen.planner import advice as advice_lib
+from tfjobgen.planner import capacity, placement, report, traffic, variables
+from tfjobgen.runtime import sharding
+from tfjobgen.runtime import variables as layout
+
+SEED_PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
+
+
+def _job(path, profile=None):
+    loaded = pipeline.load_profile(str(profile) if profile else None)
+    intents, problems = pipeline.load_intents([str(path)])
+    job, found = pipeline.validate(intents[0], loaded)
+    assert job is not None, [p.format() for p in problems + found]
+    return job, loaded
+
+
+def _write(tmp_path, text: str, name="job.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _variable(name, shape, slots=0, lookups=0, dtype="float32", trainable=True):
+    return variables.Variable(name, tuple(shape), dtype, trainable, slots, lookups)
+
+
+# ---- placement ---------------------------------------------------------------------------
+
+def test_predictions_equal_every_measured_placement_of_the_runtime_balance_benchmark():
+    measured = json.loads((REPO / "benchmarks/runtime/results/balance.json").read_text())
+    shape = measured["model"]
+    assert len(measured["runs"]) == 12
+    for run in measured["runs"]:
+        found = tuple(_variable(v.name, v.shape, 1 if v.trainable else 0, dtype=v.dtype, trainable=v.trainable)
+                      for v in layout.created_variables(run["api"], shape["vocabularySize"], shape["embeddingDim"],
+                                                        tuple(shape["hiddenUnits"])))  # adagrad: one slot
+        predicted = placement.layout(found, run["ps"], run["partitioner"], 256 << 10)
+        assert list(predicted.bytes_per_ps) == run["bytes_per_ps"], run
+
+
+def test_round_robin_in_creation_order_and_tensorflows_div_split():
+    # ParameterServerStrategy's own example: 10 rows in 4 shards are 3, 3, 2, 2 rows.
+    assert sharding.shard_rows(10, 4) == [3, 3, 2, 2]
+    found = (_variable("a", [10, 1]), _variable("b", [4]), _variable("c", [6, 1]), _variable("step", [], dtype="int64",
+                                                                                            trainable=False))
+    whole = placement.layout(found, 2, "none", 1024)
+    assert [(s.variable.name, s.ps) for s in whole.shards] == [("a", 0), ("b", 1), ("c", 0), ("step", 1)]
+    split = placement.layout(found, 4, "fixed", 1024)
+    assert [(s.variable.name, s.rows, s.ps) for s in split.shards] == [
+        ("a", 3, 0), ("a", 3, 1), ("a", 2, 2), ("a", 2, 3), ("b", 1, 0), ("b", 1, 1), ("b", 1, 2), ("b", 1, 3),
+        ("c", 2, 0), ("c", 2, 1), ("c", 1, 2), ("c", 1, 3), ("step", 1, 0)]  # a scalar is never split
+
+
+def test_slots_sit_beside_their_variable_and_multiply_its_bytes():
+    found = (_variable("table", [1000, 8], slots=2), _variable("bias", [8], slots=2))
+    placed = placement.layout(found, 2, "none", 1024)
+    assert placed.bytes_per_ps == (1000 * 8 * 4 * 3, 8 * 4 * 3)
+
+
+def test_the_fewest_shards_that_balance_one_big_table_on_five_ps():
+    found = (_variable("table", [100000, 16], slots=1), _variable("bias", [16], slots=1))
+    assert placement.layout(found, 5, "none", 256 << 10).max_over_mean > 4.9  # the seed's one busy PS of 5
+    shards, balanced = placement.shards_to_balance(found, 5, 256 << 10)
+    assert shards == 5 and balanced.max_over_mean <= sharding.BALANCE_GOAL
+    assert placement.place(found, 5, lambda v: 4 if v.bytes >= 256 << 10 else 1, "4").max_over_mean > 1.10
+
+
+def test_the_layout_lists_the_model_in_creation_order_with_the_global_step_where_each_api_makes_it():
+    # tests/runtime/test_plan_prediction.py checks that the runtime's WideDeep creates exactly these.
+    names = [v.name for v in layout.model_variables(10, 4, (3, 2))]
+    assert names == ["embedding", "wide", "hidden_0/kernel", "hidden_0/bias", "hidden_1/kernel", "hidden_1/bias",
+                     "output/kernel", "output/bias"]
+    assert [v.name for v in layout.created_variables("tf1", 10, 4, (3,))][0] == "global_step"
+    assert [v.name for v in layout.created_variables("tf2", 10, 4, (3,))][-1] == "global_step"
+
+
+def test_spec_model_enums_are_the_runtimes():
+    spec = schema.load(schema.TRAINING_JOB)["properties"]["spec"]["properties"]
+    declared, training = spec["model"]["properties"], spec["training"]["properties"]
+    assert declared["optimizer"]["enum"] == training["optimizer"]["enum"]
+    assert set(declared["optimizer"]["enum"]) == set(layout.OPTIMIZERS)
+    assert set(declared["partitioner"]["enum"]) == set(sharding.MODES) == set(placement.PARTITIONERS)
+    assert set(declared["variables"]["items"]["properties"]["dtype"]["enum"]) <= set(variables.DTYPE_BYTES)
+
+
+# ---- traffic --------------------------------------------------------------------------------
+
+def test_a_dense_variable_moves_whole_each_step_and_a_table_only_the_rows_looked_up():
+    dense = variables.Workload("t", (_variable("w", [100, 10], slots=1),), "none", 1024, "adagrad",
+                               variables.RULES_ON_PS, "spec.model")
+    step = traffic.per_step(dense, placement.layout(dense.variables, 1, "none", 1024))
+    assert step.pull == (4000,) and step.push == (4000,)  # read the value, send the gradient (fused on the PS)
+    # Two lookups in a 2-row table touch 1.5 distinct rows on average (1 - (1/2)^2 of each row).
+    table = variables.Workload("t", (_variable("e", [2, 4], lookups=2),), "none", 1024, "sgd",
+                               variables.RULES_ON_PS, "spec.model")
+    step = traffic.per_step(table, placement.layout(table.variables, 1, "none", 1024))
+    assert step.pull == (2 * 16,)  # both looked-up rows come back
+    assert step.push == (pytest.approx(2 * 8 + 1.5 * 16 + 1.5 * 8),)  # ids, then 1.5 gradient rows and indices
+
+
+def test_the_runtimes_update_rules_move_slot_rows_through_the_worker():
+    # adagrad on the worker: read the accumulator, write accumulator and variable, on top of the forward read.
+    dense = variables.Workload("t", (_variable("w", [100, 10], slots=1),), "none", 1024, "adagrad",
+                               variables.RULES_ON_WORKER, "spec.training")
+    step = traffic.per_step(dense, placement.layout(dense.variables, 1, "none", 1024))
+    assert step.pull == (8000,) and step.push == (8000,)
+
+
+def test_colocation_keeps_everything_local_with_one_ps_and_one_nth_with_n_balanced_ps():
+    one, _ = _job(JOBS / "scene1-case1.yaml")
+    plan = report.make(one, pipeline.load_profile(None), variables.of_job(one))
+    by_mode = {t.mode: t for t in plan.own.topologies}
+    assert by_mode["colocated"].cross == 0 and by_mode["colocated"].local_share == 1.0
+    assert by_mode["isolated"].local_share == 0.0 and by_mode["isolated"].cross == pytest.approx(
+        10 * plan.own.step.total)
+    four, _ = _job(JOBS / "scene1-case4.yaml")
+    plan = report.make(four, pipeline.load_profile(None), variables.of_job(four))
+    fixed = report._load(four, plan.workload, plan.layouts["fixed"], 13)  # every PS an equal share
+    colocated = next(t for t in fixed.topologies if t.mode == "colocated")
+    assert colocated.local_share == pytest.approx(1 / 20, rel=0.01)
+
+
+# ---- capacity, held to the scheduler model ---------------------------------------------------------
+
+@pytest.mark.parametrize("scene, case, servers", [(1, 1, 1), (1, 2, 5), (1, 4, 20), (2, 1, 2), (2, 2, 10),
+                                                  (2, 4, 40)])
+def test_nodes_needed_are_the_seeds_servers_and_the_scheduler_model_agrees(scene, case, servers):
+    path = JOBS / f"scene{scene}-case{case}.yaml"
+    job, profile = _job(path)
+    needed = capacity.capacity(job, profile).own
+    assert needed.nodes == {capacity.NO_POOL: servers} and needed.pending == ()
+    pods = backends.pods_of(render(path))
+    assert scheduling.schedule(pods, scheduling.nodes(servers)) == []
+    if servers > 1:
+        short = servers - 1
+        pending = scheduling.schedule(backends.pods_of(render(path)), scheduling.nodes(short))
+        with_count = _count_profile(short)
+        predicted = capacity.capacity(job, with_count).own.pending
+        assert sum(len(p.indexes) for p in predicted) == len(pending) > 0
+
+
+def _count_profile(count: int):
+    return pipeline.profile_from({"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile",
+                                  "metadata": {"name": "counted"}, "spec": {"nodeCount": count}})
+
+
+def test_pending_tasks_are_named_with_the_rule_that_keeps_them_out():
+    job, _ = _job(JOBS / "scene2-case4.yaml")  # 20 PS alone on their servers, 200 workers 10 per server
+    found = capacity.capacity(job, _count_profile(30))
+    assert found.own.nodes == {capacity.NO_POOL: 30}
+    (pending,) = found.own.pending
+    assert pending.role == "worker" and pending.indexes == tuple(range(100, 200))
+    assert "without a PS" in pending.reason
+    (share,) = found.shares
+    assert share.nodes_used == share.nodes == 30
+    assert float(share.cpu) == pytest.approx((20 * 16 + 200 * 7) / (30 * 80))
+
+
+def test_colocated_groups_that_do_not_fit_show_in_the_comparison():
+    job, _ = _job(JOBS / "scene2-case1.yaml")  # 1 PS of 16 CPU + 10 workers of 7 CPU: 86 CPU, on 80-CPU nodes
+    colocated = next(p for p in capacity.capacity(job, pipeline.load_profile(None)).packings
+                     if p.mode == "colocated")
+    assert [(p.role, p.indexes) for p in colocated.pending] == [("worker", (8, 9))]
+
+
+# ---- advice ---------------------------------------------------------------------------------
+
+WIDE_DEEP = (JOBS / "wide-deep.yaml").read_text()
+
+
+def test_partitioner_none_and_dense_adam_are_advised_against_with_the_fields_to_change(tmp_path):
+    path = _write(tmp_path, WIDE_DEEP.replace("partitioner: auto", "partitioner: none")
+                  .replace("optimizer: adagrad", "optimizer: adam"))
+    job, profile = _job(path)
+    plan = report.make(job, profile, variables.of_job(job))
+    fields = [a.field for a in plan.advice]
+    assert "spec.training.partitioner" in fields and "spec.training.optimizer" in fields
+    assert plan.own.layout.max_over_mean > 3.8 and plan.after.layout.partitioner == "auto"
+    assert plan.after.layout.balanced
+    # dense adam sends the whole 640 MB table and its slots through the worker every step
+    assert plan.own.step.total > 5 * 640e6
+
+
+def test_star_server_ratio_and_thread_advice(tmp_path):
+    text = (JOBS / "deeprec-starserver.yaml").read_text().replace("ps: {replicas: 10,", "ps: {replicas: 4,")
+    job, profile = _job(_write(tmp_path, text))
+    plan = report.make(job, profile, None)
+    ratio = next(a for a in plan.advice if a.field == "spec.roles.ps.replicas")
+    assert "80 workers on 4 PS is 20.0:1" in ratio.message and "9 PS" in ratio.message
+    threads = next(a for a in plan.advice if a.field == "spec.roles.ps.threads.intraOp")
+    assert "set intraOp to 16" in threads.message  # 24 CPUs less 8 polling network threads
+
+
+def test_a_balanced_job_gets_no_partitioning_advice():
+    job, profile = _job(JOBS / "wide-deep.yaml")
+    plan = report.make(job, profile, variables.of_job(job))
+    assert plan.after is None and plan.own.layout.balanced
+    assert not [a for a in plan.advice if a.field.endswith("partitioner")]
+
+
+# ---- spec.model: a program's own variables --------------------------------------------------
+
+OWN = """\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: own, namespace: ml-training}
+spec:
+  image: registry.example.com/ml/own:1.0
+  command: [python, /app/train.py]
+  api: tf1
+  roles:
+    ps: {replicas: 3, cpu: 4, memory: 8Gi}
+    worker: {replicas: 12, cpu: 4, memory: 8Gi}
+  model:
+    optimizer: adagrad
+    partitioner: none
+    variables:
+    - {name: global_step, shape: [], dtype: int64, trainable: false}
+    - {name: user_embedding, shape: [1000000, 16], lookupsPerStep: 4096}
+    - {name: item_embedding, shape: [300000, 16], lookupsPerStep: 4096}
+    - {name: tower/kernel, shape: [256, 64]}
+"""
+
+
+def test_declared_variables_are_placed_in_their_order_with_the_optimizers_slots(tmp_path):
+    proc = run_tfjobgen("plan", str(_write(tmp_path, OWN)), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    user, item, kernel = 1000000 * 16 * 4 * 2, 300000 * 16 * 4 * 2, 256 * 64 * 4 * 2  # adagrad: 1 slot each
+    assert data["ps_bytes"] == [8 + kernel, user, item]  # step, user, item, kernel: round-robin over 3 PS
+    assert data["partitioners"]["fixed"]["max_over_mean"] < 1.01
+    assert {a["field"] for a in data["advice"]} >= {"spec.model.partitioner"}
+
+
+@pytest.mark.parametrize("change, field, words", [
+    ("    - {name: tower/kernel, shape: [256, 64]}", "spec.model.variables[3].name",
+     "'user_embedding' is already declared at spec.model.variables[1]"),
+    ("    - {name: bad, shape: [], lookupsPerStep: 5}", "spec.model.variables[3].lookupsPerStep",
+     "a scalar has no rows to look up"),
+    ("    - {name: bad, shape: [10, x]}", "spec.model.variables[3].shape[1]", ""),
+    ("    - {name: bad, shape: [10], dtype: float8}", "spec.model.variables[3].dtype", "float32"),
+    ("    - {name: bad, shape: [10], rows: 4}", "spec.model.variables[3].rows", "unknown field"),
+])
+def test_malformed_variable_lists_are_errors_at_their_line(tmp_path, change, field, words):
+    text = OWN.replace("    - {name: tower/kernel, shape: [256, 64]}",
+                       change.replace("tower/kernel", "user_embedding"))
+    path = _write(tmp_path, text)
+    proc = run_tfjobgen("plan", str(path))
+    assert proc.returncode == 1 and proc.stdout == ""
+    line = len(text.splitlines())  # variables[3] is the file's last line
+    assert f"{path}:{line}: {field}: " in proc.stderr and words in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_spec_model_on_the_runtime_is_an_error_naming_both_fields(tmp_path):
+    text = WIDE_DEEP + "  model:\n    variables:\n    - {name: x, shape: [4]}\n"
+    proc = run_tfjobgen("validate", str(_write(tmp_path, text)))
+    assert proc.returncode == 1
+    assert ": spec.model: describes the model of a program of your own" in proc.stderr
+
+
+def test_an_unreadable_checkpoint_is_one_line_naming_it(tmp_path):
+    junk = tmp_path / "model.ckpt"
+    (tmp_path / "model.ckpt.index").write_bytes(b"not a checkpoint")
+    proc = run_tfjobgen("plan", str(JOBS / "wide-deep.yaml"), "--checkpoint", str(junk))
+    if "needs TensorFlow" in proc.stderr:
+        need("tensorflow", None, "install the runtime extra")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines()[-1].startswith(f"tfjobgen plan: {junk}: not a readable checkpoint")
+
+
+def test_without_tensorflow_a_checkpoint_cannot_be_read_and_the_error_says_what_to_install(tmp_path):
+    shadow = tmp_path / "shadow" / "tensorflow"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('No module named tensorflow')\n")  # as if not installed
+    (tmp_path / "ckpt.index").write_bytes(b"")
+    proc = run_tfjobgen("plan", str(JOBS / "wide-deep.yaml"), "--checkpoint", str(tmp_path / "ckpt"),
+                        env={"PYTHONPATH": f"{tmp_path / 'shadow'}:{REPO / 'generator'}"})
+    assert proc.returncode == 1
+    assert "reading a checkpoint needs TensorFlow" in proc.stderr and "tfjobgen[runtime]" in proc.stderr
+
+
+# ---- the command ------------------------------------------------------------------------------
+
+def test_json_markdown_and_table_agree_and_repeat_byte_for_byte(tmp_path):
+    args = [str(JOBS / "scene1-case2.yaml"), "--profile", str(SEED_PROFILE)]
+    first, second = (run_tfjobgen("plan", *args, "--format", "json") for _ in range(2))
+    assert first.returncode == 0 and first.stdout == second.stdout
+    data = json.loads(first.stdout)
+    table = run_tfjobgen("plan", *args).stdout
+    markdown = run_tfjobgen("plan", *args, "--format", "markdown").stdout
+    hot = max(data["ps_bytes"])
+    assert f"{hot:,}" in table and f"{hot:,}" in markdown
+    assert data["capacity"]["topologies"][0] == {"mode": "colocated", "nodes": {"any": 5}, "pending": []}
+
+
+def test_png_draws_the_predictions_and_repeats_byte_for_byte(tmp_path):
+    need("matplotlib", "matplotlib" if importlib.util.find_spec("matplotlib") else None, "pip install -e '.[plot]'")
+    job = _write(tmp_path, WIDE_DEEP.replace("partitioner: auto", "partitioner: none"))
+    pictures = []
+    for name in ("a.png", "b.png"):
+        proc = run_tfjobgen("plan", str(job), "--png", str(tmp_path / name))
+        assert proc.returncode == 0, proc.stderr
+        pictures.append((tmp_path / name).read_bytes())
+    assert pictures[0][:8] == b"\x89PNG\r\n\x1a\n" and pictures[0] == pictures[1]
+    width, height = struct.unpack(">II", pictures[0][16:24])
+    assert width > 400 and height > 200
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png", "job.yaml"]  # nothing half-written
+
+
+def test_auto_leaving_a_mid_size_table_whole_is_advised_to_fixed(tmp_path):
+    # The wide table (50,000 x 1 floats, 200 kB, 600 kB with lazy_adam's slots) is under minShardBytes:
+    # auto keeps it whole on one of 3 PS.
+    text = WIDE_DEEP.replace("partitioner: auto", "partitioner: auto\n    minShardBytes: 262144").replace(
+        "{vocabularySize: 5000000, embeddingDim: 32, hiddenUnits: [256, 128, 64]}",
+        "{vocabularySize: 50000, embeddingDim: 12, hiddenUnits: [48]}").replace(
+        "optimizer: adagrad", "optimizer: lazy_adam").replace("ps: {replicas: 4,", "ps: {replicas: 3,")
+    job, profile = _job(_write(tmp_path, text))
+    plan = report.make(job, profile, variables.of_job(job))
+    assert plan.own.layout.bytes_per_ps == (3000624, 2459964, 2400488)  # as TensorFlow placed it (run-local)
+    (advice,) = [a for a in plan.advice if a.field == "spec.training.partitioner"]
+    assert "set fixed" in advice.message and plan.after.layout.partitioner == "fixed"
+
+
+def test_variables_too_few_to_share_out_are_said_so():
+    found = tuple(_variable(f"v{i}", [1, 1000], slots=1) for i in range(3))  # one row each: nothing to split
+    workload = variables.Workload("t", found, "none", 1024, "adagrad", variables.RULES_ON_PS, "spec.model")
+    layouts = {p: placement.layout(found, 4, p, 1024) for p in placement.PARTITIONERS}
+    assert placement.shards_to_balance(found, 4, 1024) is None
+    (advice,), after = advice_lib.partitioning(workload, layouts, None)
+    assert after is None and "too few or too small to share out" in advice.message
+
+
+def test_ps_memory_smaller_than_the_variables_is_advised(tmp_path):
+    text = WIDE_DEEP.replace("ps: {replicas: 4, cpu: 8, memory: 32Gi}", "ps: {replicas: 4, cpu: 8, memory: 1Gi}")
+    job, profile = _job(_write(tmp_path, text.replace("partitioner: auto", "partitioner: none")))
+    plan = report.make(job, profile, variables.of_job(job))
+    (advice,) = [a for a in plan.advice if a.field == "spec.roles.ps.memory"]
+    assert advice.message.startswith("1 PS would hold more variable bytes than their 1Gi (ps:0: 1.3 GB")
+
+
+def test_the_unpartitioned_example_of_plan_md_shows_the_seeds_hot_ps():
+    job, profile = _job(REPO / "docs/plan-examples/scene1-case2-unpartitioned.yaml", SEED_PROFILE)
+    plan = report.make(job, profile, variables.of_job(job))
+    assert plan.own.layout.hot_share > 0.96 and plan.own.layout.max_over_mean > 4.8  # one PS of five
+    assert plan.after.layout.partitioner == "auto" and plan.after.layout.max_over_mean < 1.01
+    assert [a.field for a in plan.advice][0] == "spec.training.partitioner"
+
+
+def test_node_pools_are_counted_apart_and_their_counts_bound_them(tmp_path):
+    golden = REPO / "tests/golden/isolated-node-pools"
+    profile_text = (golden / "profile.yaml").read_text().replace(
+        "      node: {cpu: 64, memory: 512Gi}", "      node: {cpu: 64, memory: 512Gi}\n      nodeCount: 1")
+    profile = _write(tmp_path, profile_text, "profile.yaml")
+    job, loaded = _job(golden / "job.yaml", profile)
+    found = capacity.capacity(job, loaded)
+    assert found.own.nodes == {"ps-highmem": 1, "cpu-workers": 1}
+    (pending,) = found.own.pending  # isolated PS repel each other: the second finds no node of its pool
+    assert (pending.role, pending.indexes, pending.field) == ("ps", (1,), "spec.roles.ps.replicas")
+    assert "the 1 node(s) of pool ps-highmem are taken" in pending.reason
+    (share,) = found.shares
+    assert (share.pool, share.nodes_used, share.nodes) == ("ps-highmem", 1, 1)
+    colocated = next(p for p in found.packings if p.mode == "colocated")
+    assert ("worker", "spec.topology.nodePools") in {(p.role, p.field) for p in colocated.pending}  # not in PS pool
