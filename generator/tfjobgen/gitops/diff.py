@@ -332,8 +332,8 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
     for key in keys:
         if key not in files:
             continue
-        intents, _ = pipeline.load_intents([str(root / files[key])])
-        for intent in intents:
+        found, _ = pipeline.load_intents([str(root / files[key])])
+        for intent in found:
             if f"{intent.ref.namespace}/{intent.ref.name}" != key:
                 continue
             job, problems = pipeline.validate(intent, profile)
@@ -343,10 +343,8 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
 
 
 def _is_profile(path: Path) -> bool:
-    from .. import pipeline
-
     try:
-        return any(pipeline.kind_of(d.data) == "profile"
+        return any(intents.kind_of(d.data) == "profile"
                    for d in source.parse_documents(source.read_text(str(path)), str(path)))
     except InvalidInput:
         return False
