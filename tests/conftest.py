@@ -41,6 +41,7 @@ TOOL_MARKERS = {
     "tensorflow": "imports TensorFlow or starts TensorFlow processes",
     "timeouts": "waits for real retries and timeouts over sockets (seconds per test)",
     "hypothesis": "runs many generated examples (property tests)",
+    "scheduler": "runs the scheduler model (tests/scheduling.py) over a job's pods",
     "checkov": "runs checkov",
 }
 FAST_MARKER = "fast"
@@ -75,6 +76,11 @@ def _tools_reached(function, seen: set) -> set[str]:
         if isinstance(value, types.ModuleType):
             if value.__name__.partition(".")[0] == "tensorflow":
                 tools.add("tensorflow")
+            elif str(TESTS) in (getattr(value, "__file__", None) or ""):  # a support module: module.helper(...)
+                for attribute in names:
+                    helper = getattr(value, attribute, None)
+                    if isinstance(helper, types.FunctionType):
+                        tools |= _tools_reached(helper, seen)
         elif isinstance(value, types.FunctionType) and str(TESTS) in (value.__code__.co_filename or ""):
             tools |= _tools_reached(value, seen)
         elif getattr(value, "tools_used", None):
@@ -85,6 +91,9 @@ def _tools_reached(function, seen: set) -> set[str]:
 def pytest_configure(config):
     for name, what in TOOL_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
+    import scheduling  # a support module many tests share: declared here rather than in it
+
+    uses("scheduler")(scheduling.schedule)
     config.addinivalue_line("markers", f"{FAST_MARKER}: needs none of {', '.join(TOOL_MARKERS)} (make test-fast)")
 
 
