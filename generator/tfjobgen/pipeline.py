@@ -61,7 +61,7 @@ def load_intents(paths: list[str], relative_to: str | None = None) -> tuple[list
     for path in intents.files(paths):
         shown = os.path.relpath(path, relative_to).replace(os.sep, "/") if relative_to else path
         try:
-            documents = source.parse_documents(source.read_text(path), shown)
+            documents = source.parse_file(path, shown)
         except InvalidInput as err:
             problems += err.problems
             continue

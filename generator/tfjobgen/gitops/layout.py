@@ -140,7 +140,7 @@ def _read_resource(root: Path, path: str, folder: str, layout: Layout) -> None:
     _check_local(path, layout)
     layout.listing[path] = folder
     try:
-        documents = source.parse_documents(source.read_text(str(root / path)), path)
+        documents = source.parse_file(str(root / path), path)
     except InvalidInput:
         layout._needs(OPAQUE, f"{path} cannot be read")  # kustomize, building it whole, says why
         return
