@@ -137,6 +137,7 @@ def pytest_collection_modifyitems(config, items):
                 tools |= _tools_reached(definition.func, seen)
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             tools.add("hypothesis")
+        tools |= {m.name for m in item.iter_markers() if m.name in TOOL_MARKERS}  # declared in the test itself
         for tool in sorted(tools) or [FAST_MARKER]:
             item.add_marker(tool)
 
