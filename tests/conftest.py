@@ -43,6 +43,7 @@ TOOL_MARKERS = {
     "hypothesis": "runs many generated examples (property tests)",
     "scheduler": "runs the kube-scheduler model (tests/simulation/) over a job's pods",
     "checkov": "runs checkov",
+    "slow": "takes seconds of CPU: starts tfjobgen in a process of its own, or reads every rendered cluster",
 }
 FAST_MARKER = "fast"
 
@@ -168,6 +169,7 @@ def tfjobgen_command() -> list[str]:
     return [sys.executable, "-m", "tfjobgen"]
 
 
+@uses("slow")
 def run_tfjobgen(*args: str, stdin: str | None = None, cwd: Path | None = None, env: dict | None = None):
     """Run the CLI as a user would, in its own process."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO / "generator"), **(env or {})}

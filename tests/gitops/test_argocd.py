@@ -134,6 +134,7 @@ def test_the_two_modes_differ_only_in_where_the_yaml_comes_from(built):
     assert r_source == p_source
 
 
+@pytest.mark.slow  # reads every cluster's rendered manifests
 def test_the_project_permits_what_every_cluster_renders_and_nothing_cluster_scoped():
     project = next(p for p in policy.projects(REPO) if p.name == "tfjobgen")
     assert project.spec["clusterResourceWhitelist"] == []
@@ -213,6 +214,7 @@ def test_the_health_patch_is_a_configmap_patch_for_argocd_cm():
                                      "resource.customizations.health.kubeflow.org_TFJob"]
 
 
+@pytest.mark.slow  # loads the upstream CRDs
 def test_custom_resources_are_validated_against_their_crd(schemas):
     """What `tfjobgen diff --crds` does for the planned backends' kinds: a misplaced field is an error
     (kubeflow/trainer#1241: cleanPodPolicy under spec instead of spec.runPolicy did nothing, silently)."""
