@@ -17,6 +17,12 @@ ROLES = ("chief", "evaluator", "ps", "worker")
 TRAINING_ROLES = ("chief", "ps", "worker")
 # Roles that run at most one task.
 SINGLE_ROLES = ("chief", "evaluator")
+# Roles every job has (the schema requires them): the chief waits for all of their tasks.
+REQUIRED_ROLES = ("ps", "worker")
+# Roles that run training steps, each connecting to every PS.
+TRAINER_ROLES = ("chief", "worker")
+# The order tables and reports show roles in: the servers, the trainers, then the evaluator.
+TABLE_ROLES = ("ps", "worker", "chief", "evaluator")
 
 # ---- the pod's environment -----------------------------------------------------------------
 
@@ -42,6 +48,7 @@ ENDPOINT_MAP_PATH_ENV = "TF_SEASTAR_ENDPOINT_MAP_PATH"
 # program of your own may serve its metrics on it). run-local sets it to a free local port.
 METRICS_PORT_ENV = "TFJOBGEN_METRICS_PORT"
 GENERATED_PREFIX = "TFJOBGEN_"  # every variable of this prefix is tfjobgen's
+DEBUG_ENV = "TFJOBGEN_DEBUG"  # set: the CLI and the runtime print tracebacks instead of one line
 
 # ---- the job's ConfigMap -------------------------------------------------------------------
 

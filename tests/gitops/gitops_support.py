@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import REPO, crd_dir, need  # noqa: F401 - crd_dir: the tests here import it from this module
+from conftest import REPO, crd_dir, need, uses  # noqa: F401 - crd_dir: the tests here import it from this module
 PLUGIN_YAML = REPO / "argocd" / "plugin" / "plugin.yaml"
 # Small jobs that still cover the overlays' patches (prod-96c patches wide-deep) and pools (deeprec-ctr).
 SMALL_JOBS = ("deeprec-starserver.yaml", "scene2-case1.yaml", "wide-deep.yaml")
@@ -50,6 +50,7 @@ def write_job_list(repo: Path) -> None:
         + "".join(f"- {n}\n" for n in names))
 
 
+@uses("git")
 def git(repo: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.com",
            "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.com", "GIT_CONFIG_GLOBAL": os.devnull,
@@ -68,6 +69,7 @@ def commit_all(repo: Path, message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
+@uses("kubectl")  # hydrate and diff build overlays
 def tfjobgen(repo: Path, *args: str) -> subprocess.CompletedProcess:
     """The installed CLI (the package under test), run in `repo` as a user would."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "generator"), "PATH": PYTHON_BIN + os.pathsep + os.environ["PATH"]}
@@ -75,6 +77,7 @@ def tfjobgen(repo: Path, *args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=300)
 
 
+@uses("kubectl")
 def kustomize_shim(folder: Path) -> Path:
     """A folder with `kustomize`: a real one if on PATH, else one forwarding `build ARGS` to `kubectl kustomize ARGS`.
 
@@ -102,6 +105,7 @@ def strip_exec_bits(folder: Path) -> None:
             path.chmod(0o644)
 
 
+@uses("kubectl")
 def run_cmp_generate(app_dir: Path, repo_root: Path, shim: Path, env: dict | None = None):
     """plugin.yaml's generate command, run the way argocd-cmp-server runs it."""
     spec = yaml.safe_load(PLUGIN_YAML.read_text())["spec"]["generate"]
@@ -135,10 +139,10 @@ def documents(text: str) -> list[str]:
 
 
 @functools.cache
-def committed_rendered_documents(overlay: str) -> tuple[str, ...]:
-    """The YAML documents of this repository's rendered/<overlay>/ (read once per test session)."""
-    return tuple(d for path in sorted((REPO / "rendered" / overlay).rglob("*.yaml"))
-                 for d in documents(path.read_text()))
+def committed_rendered_documents(overlay: str, namespace: str = "") -> tuple[str, ...]:
+    """The YAML documents of this repository's rendered/<overlay>/[<namespace>/] (read once per test session)."""
+    folder = REPO / "rendered" / overlay / namespace if namespace else REPO / "rendered" / overlay
+    return tuple(d for path in sorted(folder.rglob("*.yaml")) for d in documents(path.read_text()))
 
 
 @functools.cache
