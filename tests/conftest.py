@@ -43,6 +43,7 @@ TOOL_MARKERS = {
     "hypothesis": "runs many generated examples (property tests)",
     "scheduler": "runs the kube-scheduler model (tests/simulation/) over a job's pods",
     "checkov": "runs checkov",
+    "prometheus": "runs Debian's prometheus or promtool",
     "slow": "takes seconds of CPU: starts tfjobgen in a process of its own, or reads every rendered cluster",
 }
 FAST_MARKER = "fast"

@@ -27,7 +27,7 @@ import pytest
 import yaml
 from runtime_support import JOBS, need_tensorflow, task_env
 
-from conftest import REPO, need, render, tfjobgen_command
+from conftest import REPO, need, render, tfjobgen_command, uses
 from tfjobgen import contract
 from tfjobgen.local import processes, scrape
 from tfjobgen.local.ports import free_ports
@@ -38,10 +38,12 @@ GPU_CASE = REPO / "tests" / "golden" / "gpu-monitoring"
 _ENDPOINT = re.compile(r"(\w+:\d+) http://([0-9.]+:\d+)" + re.escape(contract.METRICS_PATH))
 
 
+@uses("prometheus")
 def _prometheus() -> str:
     return need("prometheus", shutil.which("prometheus"), "apt-get install prometheus (Debian's Prometheus 2.x)")
 
 
+@uses("prometheus")
 def _promtool() -> str:
     return need("promtool", shutil.which("promtool"), "apt-get install prometheus (it ships promtool)")
 
