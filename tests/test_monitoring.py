@@ -70,6 +70,8 @@ def test_each_pod_monitor_selects_exactly_its_jobs_pods_on_a_port_they_expose(ov
 def test_network_policy_admits_only_the_monitoring_namespace_and_only_on_the_metrics_port(overlay_objects):
     for overlay, objects in overlay_objects.items():
         for policy in _of_kind(objects, "NetworkPolicy"):
+            if policy["metadata"]["name"].endswith("-tensorboard"):
+                continue  # TensorBoard's admits nothing (test_tensorboard_...)
             job_ports = {p["port"] for p in policy["spec"]["ingress"][0]["ports"]}
             scrape = policy["spec"]["ingress"][1:]
             if overlay == PROD:
@@ -190,3 +192,48 @@ def test_gpus_go_to_the_training_container_only(gpu, expected):
     qos.apply(spec, job, profile, "worker")
     assert spec["containers"][0]["resources"]["limits"].get("nvidia.com/gpu") == expected
     assert spec["containers"][1]["resources"]["limits"] == {"cpu": "8", "memory": "32Gi"}
+
+
+# ---- TensorBoard ----------------------------------------------------------------------------
+
+def test_tensorboard_reads_the_model_dir_and_is_reached_by_nothing_of_the_job(overlay_objects):
+    for overlay, objects in overlay_objects.items():
+        (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+        assert deployment["metadata"]["name"] == "wide-deep-tensorboard", overlay
+        pod = deployment["spec"]["template"]
+        assert _matches(deployment["spec"]["selector"], pod["metadata"]["labels"])
+        spec = pod["spec"]
+        (board,) = spec["containers"]
+        assert board["command"] + board["args"] == ["tensorboard", "--logdir", "gs://ml-checkpoints/wide-deep",
+                                                    "--bind_all", "--port", "6006"]
+        assert board["securityContext"]["readOnlyRootFilesystem"] is True
+        services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
+        assert _matches({"matchLabels": services["wide-deep-tensorboard"]["spec"]["selector"]}, pod["metadata"]["labels"])
+        assert not _matches({"matchLabels": services["wide-deep"]["spec"]["selector"]}, pod["metadata"]["labels"]), \
+            "the job's headless Service (TF_CONFIG's DNS) must not list TensorBoard"
+        policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NetworkPolicy"}
+        own = policies["wide-deep-tensorboard"]["spec"]
+        assert _matches(own["podSelector"], pod["metadata"]["labels"]) and own["ingress"] == []
+        assert not _matches(policies["wide-deep"]["spec"]["podSelector"], pod["metadata"]["labels"])
+        for monitor in _of_kind(objects, "PodMonitor"):
+            assert not _matches(monitor["spec"]["selector"], pod["metadata"]["labels"])
+
+
+TENSORBOARD_JOB = """\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: tb, namespace: ml}
+spec:
+  image: registry.example.com/tf:1
+%s  roles:
+    ps: {replicas: 1, cpu: 1, memory: 2Gi}
+    worker: {replicas: 1, cpu: 1, memory: 2Gi}
+  tensorboard: {enabled: true}
+"""
+
+
+def test_tensorboard_needs_storage_its_own_pod_can_read(tmp_path):
+    (local,) = [p for p in problems_of(TENSORBOARD_JOB % "", tmp_path) if p.is_error]
+    assert local.field == "spec.training.modelDir" and "gs://" in local.message
+    (own,) = [p for p in problems_of(TENSORBOARD_JOB % "  command: [python, train.py]\n", tmp_path) if p.is_error]
+    assert own.field == "spec.tensorboard.logDir"

@@ -108,6 +108,8 @@ class TrainingJob:
     hadoop: Hadoop | None
     training: dict[str, Any]
     model: DeclaredModel | None = None
+    tensorboard: bool = False  # spec.tensorboard.enabled
+    tensorboard_log_dir: str | None = None  # spec.tensorboard.logDir (None: the runtime's modelDir)
 
     @property
     def uses_star_server(self) -> bool:
@@ -199,4 +201,6 @@ def training_job(document: dict) -> TrainingJob:
         if "hadoop" in spec else None,
         training=spec["training"],
         model=_declared_model(spec["model"]) if "model" in spec else None,
+        tensorboard=spec["tensorboard"]["enabled"],
+        tensorboard_log_dir=spec["tensorboard"].get("logDir"),
     )

@@ -4,7 +4,7 @@
     PrometheusRule  the alerts docs/observability.md explains, one group per job
     ConfigMap       the job's Grafana dashboard (dashboard.py), labelled for Grafana's sidecar
 
-`objects(plan)` is the one hook: every backend's encode calls it with the plan
+TensorBoard (tensorboard.py) comes through the same hook. `objects(plan)` is the one hook: every backend's encode calls it with the plan
 and appends what it returns, so these objects are the same whichever
 controller runs the pods. The NetworkPolicy's scrape rule is in backends/common.py.
 
@@ -15,7 +15,7 @@ the Job controller gives every task's pod (names.pods_pattern).
 
 from __future__ import annotations
 
-from . import contract, dashboard, labels, names
+from . import contract, dashboard, labels, names, tensorboard
 from .backends import common
 from .plan import JobPlan
 
@@ -23,11 +23,13 @@ API_VERSION = "monitoring.coreos.com/v1"
 
 
 def objects(plan: JobPlan) -> list[dict]:
-    """The job's monitoring objects; none when the profile does not turn monitoring on."""
+    """The job's observability objects: its TensorBoard when the job asks for one (tensorboard.py),
+    and the monitoring objects when the profile turns monitoring on."""
+    found = tensorboard.objects(plan)
     settings = plan.profile.monitoring
     if not settings.enabled:
-        return []
-    found = [pod_monitor(plan), prometheus_rule(plan)]
+        return found
+    found += [pod_monitor(plan), prometheus_rule(plan)]
     if settings.dashboards:
         found.append(dashboard_config_map(plan))
     return found

@@ -36,6 +36,11 @@ def dashboard(job: TrainingJob) -> str:
     return f"{job.name}-dashboard"
 
 
+def tensorboard(job: TrainingJob) -> str:
+    """The job's TensorBoard Deployment, Service and NetworkPolicy (tensorboard.py)."""
+    return f"{job.name}-tensorboard"
+
+
 def pods_pattern(job: TrainingJob) -> str:
     """A regular expression for the names of the job's pods as the Job controller names them:
     `<job>-<role>-<index>-<random suffix>` (an Indexed Job `<job>-<role>` adds the index, a Job per

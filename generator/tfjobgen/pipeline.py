@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import (backends, container, intents, labels, lifecycle, limits, model, names, plan, qos, schema, source,
-               topology, tuning)
+               tensorboard, topology, tuning)
 from . import profile as profile_rules
 from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND
@@ -122,7 +122,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
         from .planner import variables as declared_variables
 
         problems += declared_variables.check(job)
-    for check in (qos.check, topology.check, tuning.check, lifecycle.check, backend.check):
+    for check in (qos.check, topology.check, tuning.check, lifecycle.check, tensorboard.check, backend.check):
         problems += check(job, profile)
     if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right
         problems += limits.check(job, profile, backend.naming)

@@ -55,18 +55,18 @@ def line(event: str, **fields: object) -> str:
 class Reporter:
     """Prints one task's events to stdout, flushed at once so `kubectl logs` and run-local see them."""
 
-    def __init__(self, task: str, stream: IO[str] | None = None,
-                 listener: Callable[[str, dict], None] | None = None):
+    def __init__(self, task: str, stream: IO[str] | None = None):
         self.task = task
         self.stream = stream
-        self.listener = listener  # sees every event too (the task's metrics, runtime/metrics.py)
+        # Each sees every event too: the task's metrics (metrics.py), the chief's summaries (summaries.py).
+        self.listeners: list[Callable[[str, dict], None]] = []
 
     def __call__(self, event: str, **fields: object) -> None:
         stream = self.stream or sys.stdout
         stream.write(line(event, task=self.task, time=f"{time.time():.3f}", **fields) + "\n")
         stream.flush()
-        if self.listener is not None:
-            self.listener(event, fields)
+        for listener in self.listeners:
+            listener(event, fields)
 
 
 def parse(text: str) -> tuple[str, dict[str, str]] | None:

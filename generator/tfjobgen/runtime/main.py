@@ -23,6 +23,7 @@ from .. import contract
 from . import events, hadoop, settings
 from .control import Aborted, ChiefGone, ChiefServer, Refused
 from .ending import Ending
+from .summaries import Summaries
 from .errors import (EXIT_ABORTED, EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SETUP, SetupError,
                      TaskFailed)
 
@@ -48,7 +49,12 @@ def run_task(env: dict[str, str]) -> int:
     except SetupError as err:
         print(events.line(events.ERROR, message=str(err)), flush=True)
         return EXIT_SETUP
-    report = events.Reporter(task.name, listener=metrics.observe if metrics else None)
+    report = events.Reporter(task.name)
+    if metrics:
+        report.listeners.append(metrics.observe)
+    if task.is_chief:  # the task that reports steps writes TensorBoard summaries next to its checkpoints
+        report.listeners.append(Summaries(task.training.model_dir,
+                                          lambda message: report(events.NOTICE, message=message)).observe)
     if note:
         report(events.NOTICE, message=note)
     for note in task.notes:

@@ -1,0 +1,109 @@
+"""TensorBoard for one job (spec.tensorboard): a Deployment and a Service reading the job's log directory.
+
+    Deployment     <job>-tensorboard   one pod, the job's image, `tensorboard --logdir <dir>`
+    Service        <job>-tensorboard   port 6006, for `kubectl port-forward svc/<job>-tensorboard 6006`
+    NetworkPolicy  <job>-tensorboard   no ingress at all: port-forward reaches the pod through the
+                                       kubelet, which NetworkPolicies do not govern
+
+The pod is restricted like the training pods (Pod Security Standards "restricted", read-only root
+filesystem with /tmp an emptyDir, no service-account token unless the job names an account) and
+does not carry the job's label, so the job's Service, NetworkPolicy and PodMonitor leave it out.
+It reads the log directory with the job's service account and env (cloud storage credentials).
+"""
+
+from __future__ import annotations
+
+from . import container, contract, labels, names, tuning
+from .model import TrainingJob
+from .plan import JobPlan
+from .problems import Problem
+
+PORT = 6006  # TensorBoard's own default
+COMPONENT = "tensorboard"
+POD_LABEL = "tfjobgen.dev/tensorboard"  # the job's name, on the TensorBoard pod (not tfjobgen.dev/job)
+
+
+def log_dir(job: TrainingJob) -> str | None:
+    """What TensorBoard reads: spec.tensorboard.logDir, else the runtime's modelDir."""
+    if job.tensorboard_log_dir:
+        return job.tensorboard_log_dir
+    return job.training["modelDir"] if job.uses_runtime else None
+
+
+def check(job: TrainingJob, profile) -> list[Problem]:
+    if not job.tensorboard:
+        return []
+    directory = log_dir(job)
+    if directory is None:
+        return [Problem("a program of your own says where it writes summaries: set spec.tensorboard.logDir",
+                        "spec.tensorboard.logDir")]
+    if "://" not in directory:
+        at = "spec.tensorboard.logDir" if job.tensorboard_log_dir else "spec.training.modelDir"
+        return [Problem(f"'{directory}' is inside the training pods' own storage, which TensorBoard's pod cannot "
+                        "read: use storage every pod reaches (gs://, s3://, hdfs://)", at)]
+    return []
+
+
+def _selector(job: TrainingJob) -> dict[str, str]:
+    return {POD_LABEL: job.name}
+
+
+def _pod_labels(job: TrainingJob) -> dict[str, str]:
+    own = {k: v for k, v in labels.recommended(job, COMPONENT).items() if k != labels.JOB}
+    return {**own, **_selector(job)}
+
+
+def objects(plan: JobPlan) -> list[dict]:
+    """The job's TensorBoard objects; none unless spec.tensorboard.enabled."""
+    job, profile = plan.job, plan.profile
+    if not job.tensorboard:
+        return []
+    from .backends.common import metadata
+
+    name = names.tensorboard(job)
+    object_labels = labels.recommended(job, COMPONENT)
+    env = [{"name": "HOME", "value": contract.SCRATCH_DIR}]
+    if job.hadoop:
+        env += tuning.hadoop_env(job.hadoop)
+    env += [e for e in job.env if e["name"] not in {v["name"] for v in env}]
+    pod_spec = {
+        "automountServiceAccountToken": bool(job.service_account),  # cloud credentials come with the account
+        "containers": [{
+            "args": ["--logdir", log_dir(job), "--bind_all", "--port", str(PORT)],
+            "command": ["tensorboard"],
+            "env": env,
+            "image": container.image(job, profile),
+            "name": COMPONENT,
+            "ports": [{"containerPort": PORT, "name": "http", "protocol": "TCP"}],
+            "readinessProbe": {"tcpSocket": {"port": "http"}},
+            "resources": {"limits": {"memory": "2Gi"}, "requests": {"cpu": "500m", "memory": "2Gi"}},
+            "securityContext": {**container.security_context(job), "readOnlyRootFilesystem": True},
+            "volumeMounts": [{"mountPath": contract.SCRATCH_DIR, "name": "scratch"}],
+        }],
+        "enableServiceLinks": False,
+        "securityContext": container.pod_security_context(profile),
+        "volumes": [{"emptyDir": {}, "name": "scratch"}],
+    }
+    if job.service_account:
+        pod_spec["serviceAccountName"] = job.service_account
+    return [{
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(plan, name, object_labels),
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": _selector(job)},
+            "template": {"metadata": {"labels": _pod_labels(job)}, "spec": pod_spec},
+        },
+    }, {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(plan, name, object_labels),
+        "spec": {"ports": [{"name": "http", "port": PORT, "protocol": "TCP", "targetPort": "http"}],
+                 "selector": _selector(job)},
+    }, {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(plan, name, object_labels),
+        "spec": {"ingress": [], "podSelector": {"matchLabels": _selector(job)}, "policyTypes": ["Ingress"]},
+    }]
