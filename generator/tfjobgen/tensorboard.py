@@ -6,7 +6,7 @@
                                        kubelet, which NetworkPolicies do not govern
 
 The pod is restricted like the training pods (Pod Security Standards "restricted", read-only root
-filesystem with /tmp an emptyDir, no service-account token unless the job names an account) and
+filesystem with /tmp an emptyDir, no service-account token) and
 does not carry the job's label, so the job's Service, NetworkPolicy and PodMonitor leave it out.
 It reads the log directory with the job's service account and env (cloud storage credentials).
 """
@@ -67,7 +67,9 @@ def objects(plan: JobPlan) -> list[dict]:
         env += tuning.hadoop_env(job.hadoop)
     env += [e for e in job.env if e["name"] not in {v["name"] for v in env}]
     pod_spec = {
-        "automountServiceAccountToken": bool(job.service_account),  # cloud credentials come with the account
+        # No Kubernetes API token: cloud storage credentials come with the account through the cloud's
+        # own mechanism (a metadata server, or a token volume its webhook projects), as for the training.
+        "automountServiceAccountToken": False,
         "containers": [{
             "args": ["--logdir", log_dir(job), "--bind_all", "--port", str(PORT)],
             "command": ["tensorboard"],
