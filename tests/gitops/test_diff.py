@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from conftest import uses
-from gitops_support import commit_all, copy_repo, git, tfjobgen, write_job_list
+from gitops_support import commit_all, copy_repo, crd_dir, git, tfjobgen, write_job_list
 from tfjobgen.gitops import diff
 
 
@@ -67,7 +67,7 @@ def test_added_changed_and_removed_jobs_per_cluster(repo):
     edit(repo / "jobs" / "wide-deep.yaml", "worker: {replicas: 32,", "worker: {replicas: 40,")
     (repo / "jobs" / "scene2-case1.yaml").unlink()
     write_job_list(repo)
-    proc = tfjobgen(repo, "diff", "main")
+    proc = tfjobgen(repo, "diff", "main", "--crds", str(crd_dir()))  # as the workflow: prod-96c has PodMonitors
     assert proc.returncode == 0, proc.stderr
     report = proc.stdout
     assert report.startswith(diff.MARKER + "\n")
@@ -81,7 +81,7 @@ def test_added_changed_and_removed_jobs_per_cluster(repo):
     assert changed[0] == "changed"
     assert changed[2] == "4 x 8 CPU/32Gi", "PS unchanged"
     assert changed[3] == "32 x 4 CPU/8Gi → **40 x 4 CPU/8Gi**"
-    assert changed[6:10] == ["spread", "cpuset", "grpc (tf2)", "7"]
+    assert changed[6:10] == ["spread", "cpuset", "grpc (tf2)", "10"]  # 7, and its TensorBoard's 3
     assert changed[-1] == "**restarts**: 4 Job(s) recreated"
     removed = row(report, "seed-80c", "placement-experiments/scene2-case1")
     assert removed[0] == "removed" and "pruned" in removed[-1]

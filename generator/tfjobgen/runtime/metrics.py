@@ -75,7 +75,7 @@ class Metrics:
         self.startup.set(float("nan"))  # not up yet
         self.steps = self.examples = self.loss = self.step_time = self.checkpoint = None
         if task.is_chief:
-            # Names given without the _total suffix: the client adds it to counters.
+            # A counter named ..._total keeps one _total suffix in the exposition (the client strips and re-adds it).
             self.steps = make(prom.Counter, "tfjobgen_steps_total")
             self.examples = make(prom.Counter, "tfjobgen_examples_total")
             self.loss = make(prom.Gauge, "tfjobgen_loss")
