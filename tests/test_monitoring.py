@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import pytest
 
+import pss
 from conftest import REPO, crd_dir, problems_of, render
 from tfjobgen import backends, contract, labels, pipeline, qos
 from tfjobgen.gitops import crds
@@ -196,27 +197,26 @@ def test_gpus_go_to_the_training_container_only(gpu, expected):
 
 # ---- TensorBoard ----------------------------------------------------------------------------
 
-def test_tensorboard_reads_the_model_dir_and_is_reached_by_nothing_of_the_job(overlay_objects):
-    for overlay, objects in overlay_objects.items():
-        (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
-        assert deployment["metadata"]["name"] == "wide-deep-tensorboard", overlay
-        pod = deployment["spec"]["template"]
-        assert _matches(deployment["spec"]["selector"], pod["metadata"]["labels"])
-        spec = pod["spec"]
-        (board,) = spec["containers"]
-        assert board["command"] + board["args"] == ["tensorboard", "--logdir", "gs://ml-checkpoints/wide-deep",
-                                                    "--bind_all", "--port", "6006"]
-        assert board["securityContext"]["readOnlyRootFilesystem"] is True
-        services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
-        assert _matches({"matchLabels": services["wide-deep-tensorboard"]["spec"]["selector"]}, pod["metadata"]["labels"])
-        assert not _matches({"matchLabels": services["wide-deep"]["spec"]["selector"]}, pod["metadata"]["labels"]), \
-            "the job's headless Service (TF_CONFIG's DNS) must not list TensorBoard"
-        policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NetworkPolicy"}
-        own = policies["wide-deep-tensorboard"]["spec"]
-        assert _matches(own["podSelector"], pod["metadata"]["labels"]) and own["ingress"] == []
-        assert not _matches(policies["wide-deep"]["spec"]["podSelector"], pod["metadata"]["labels"])
-        for monitor in _of_kind(objects, "PodMonitor"):
-            assert not _matches(monitor["spec"]["selector"], pod["metadata"]["labels"])
+def test_tensorboard_reads_the_model_dir_and_is_reached_by_nothing_of_the_job():
+    objects = render(GOLDEN_GPU / "job.yaml", profile=GOLDEN_GPU / "profile.yaml")
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    assert deployment["metadata"]["name"] == "gpu-ranker-tensorboard"
+    pod = deployment["spec"]["template"]
+    assert _matches(deployment["spec"]["selector"], pod["metadata"]["labels"])
+    (board,) = pod["spec"]["containers"]
+    assert board["command"] + board["args"] == ["tensorboard", "--logdir", "gs://ml-checkpoints/gpu-ranker",
+                                                "--bind_all", "--port", "6006"]
+    assert pss.violations(pod["spec"]) == [] and board["securityContext"]["readOnlyRootFilesystem"] is True
+    services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
+    assert _matches({"matchLabels": services["gpu-ranker-tensorboard"]["spec"]["selector"]}, pod["metadata"]["labels"])
+    assert not _matches({"matchLabels": services["gpu-ranker"]["spec"]["selector"]}, pod["metadata"]["labels"]), \
+        "the job's headless Service (TF_CONFIG's DNS) must not list TensorBoard"
+    policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NetworkPolicy"}
+    own = policies["gpu-ranker-tensorboard"]["spec"]
+    assert _matches(own["podSelector"], pod["metadata"]["labels"]) and own["ingress"] == []
+    assert not _matches(policies["gpu-ranker"]["spec"]["podSelector"], pod["metadata"]["labels"])
+    (monitor,) = _of_kind(objects, "PodMonitor")
+    assert not _matches(monitor["spec"]["selector"], pod["metadata"]["labels"])
 
 
 TENSORBOARD_JOB = """\

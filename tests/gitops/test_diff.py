@@ -81,7 +81,7 @@ def test_added_changed_and_removed_jobs_per_cluster(repo):
     assert changed[0] == "changed"
     assert changed[2] == "4 x 8 CPU/32Gi", "PS unchanged"
     assert changed[3] == "32 x 4 CPU/8Gi → **40 x 4 CPU/8Gi**"
-    assert changed[6:10] == ["spread", "cpuset", "grpc (tf2)", "10"]  # 7, and its TensorBoard's 3
+    assert changed[6:10] == ["spread", "cpuset", "grpc (tf2)", "7"]
     assert changed[-1] == "**restarts**: 4 Job(s) recreated"
     removed = row(report, "seed-80c", "placement-experiments/scene2-case1")
     assert removed[0] == "removed" and "pruned" in removed[-1]

@@ -41,7 +41,7 @@ def test_generate_builds_an_overlay_from_a_checkout_without_exec_bits(checkout, 
     assert proc.returncode == 0, proc.stderr
     objects = load_objects(proc.stdout)
     kinds = {o["kind"] for o in objects}
-    assert kinds == {"ConfigMap", "Service", "NetworkPolicy", "Job", "Deployment"}, kinds  # wide-deep's TensorBoard
+    assert kinds == {"ConfigMap", "Service", "NetworkPolicy", "Job"}, kinds
     jobs = {o["metadata"]["labels"]["tfjobgen.dev/job"] for o in objects}
     assert jobs == {"deeprec-ctr", "scene2-case1", "wide-deep"}
     for job in (o for o in objects if o["kind"] == "Job"):
@@ -178,10 +178,8 @@ def test_generate_runs_with_only_what_the_sidecar_provides(checkout, shim, tmp_p
     for overlay in OVERLAYS:  # seed-80c needs no kustomize at all; prod-96c patches its jobs with kustomize
         proc = run_cmp_generate(checkout / "overlays" / overlay, checkout, shim, env={"PATH": str(tools)})
         assert proc.returncode == 0, proc.stderr
-        # wide-deep's TensorBoard is a Deployment; prod-96c turns monitoring on.
-        monitoring = {"PodMonitor", "PrometheusRule"} if overlay == "prod-96c" else set()
-        assert {o["kind"] for o in load_objects(proc.stdout)} == {
-            "ConfigMap", "Service", "NetworkPolicy", "Job", "Deployment"} | monitoring
+        monitoring = {"PodMonitor", "PrometheusRule"} if overlay == "prod-96c" else set()  # prod-96c turns it on
+        assert {o["kind"] for o in load_objects(proc.stdout)} == {"ConfigMap", "Service", "NetworkPolicy", "Job"} | monitoring
     spec = yaml.safe_load((REPO / "argocd" / "plugin" / "plugin.yaml").read_text())["spec"]
     assert spec["preserveFileMode"] is True
     need("bash", "/bin/bash")
