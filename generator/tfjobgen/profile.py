@@ -43,6 +43,17 @@ class NodePool:
 
 
 @dataclass(frozen=True)
+class Gang:
+    scheduler: str  # none | volcano | scheduler-plugins | kueue
+    queue: str  # Volcano queue or Kueue LocalQueue ("" : none)
+    scheduler_name: str  # scheduler-plugins: the scheduler running the coscheduling plugin
+    schedule_timeout_seconds: int
+
+
+NO_GANG = Gang("none", "", "scheduler-plugins-scheduler", 600)
+
+
+@dataclass(frozen=True)
 class ClusterProfile:
     name: str
     node: NodeShape
@@ -63,6 +74,7 @@ class ClusterProfile:
     fs_group: int
     allow_no_jobs: bool
     own_program_deadline: int | None  # activeDeadlineSeconds for jobs with spec.command that set none
+    gang: Gang = NO_GANG  # gang admission (gang.py)
     embedded: bool = False  # the built-in default, which describes no real cluster
     origin: ProfileSource = field(default=ProfileSource(), compare=False, repr=False)
 
@@ -122,6 +134,8 @@ def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> 
         fs_group=spec["podSecurity"]["fsGroup"],
         allow_no_jobs=spec["allowNoJobs"],
         own_program_deadline=spec.get("ownProgramDeadlineSeconds"),
+        gang=Gang(spec["gang"]["scheduler"], spec["gang"]["queue"], spec["gang"]["schedulerName"],
+                  spec["gang"]["scheduleTimeoutSeconds"]),
         origin=origin,
     )
 
@@ -143,6 +157,9 @@ def check(profile: ClusterProfile) -> list[Problem]:
         problems.append(Problem(
             f"ps and worker both name '{classes['ps']}': a PS can only preempt pods of lower priority, so name "
             "a class of lower value for workers, or leave worker unset", "spec.priorityClasses.worker"))
+    if profile.gang.scheduler == "kueue" and not profile.gang.queue:
+        problems.append(Problem("kueue admits a job only through a LocalQueue: name it in spec.gang.queue",
+                                "spec.gang.queue"))
     return problems
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from ..pods import Pod
 from .base import Backend, DecodedJob
-from . import native
+from . import jobset, native, tfjob
 
-BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (native.BACKEND,)}
+BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (native.BACKEND, jobset.BACKEND, tfjob.BACKEND)}
 
 
 def get(name: str) -> Backend:

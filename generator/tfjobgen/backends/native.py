@@ -21,7 +21,7 @@ No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
 
 from __future__ import annotations
 
-from .. import labels, lifecycle, names, pods
+from .. import gang, labels, lifecycle, names, pods
 from ..model import TrainingJob
 from ..naming import Naming
 from ..plan import JobPlan, RolePlan
@@ -45,17 +45,17 @@ NAMING = Naming(
 
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
-    return []  # native expresses every topology
+    return gang.check(job, profile, NAME)  # native expresses every topology
 
 
 def _job(plan: JobPlan, name: str, role: str, template: dict, completions: int, indexed: bool) -> dict:
-    spec = {"template": template, **lifecycle.batch_job_spec(lifecycle.of(plan.job, plan.profile), indexed)}
+    spec = {"template": gang.pod_template(plan, template), **lifecycle.batch_job_spec(lifecycle.of(plan.job, plan.profile), indexed)}
     if indexed:
         spec.update(completionMode="Indexed", completions=completions, parallelism=completions)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": common.metadata(plan, name, labels.for_role(plan.job, role)),
+        "metadata": common.metadata(plan, name, {**labels.for_role(plan.job, role), **gang.workload_labels(plan)}),
         "spec": spec,
     }
 
@@ -73,7 +73,7 @@ def encode(plan: JobPlan) -> list[dict]:
     objects = [common.service(plan), common.config_map(plan), common.network_policy(plan)]
     for role in plan.roles:
         objects += _role_jobs(plan, role)
-    return objects
+    return objects + gang.objects(plan)
 
 
 def decode(objects: list[dict]) -> list[DecodedJob]:
