@@ -27,6 +27,7 @@ Pure functions of the plan; the backends call them.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from . import labels, quantity
@@ -106,7 +107,8 @@ def min_resources(plan) -> dict[str, str]:
     if cpu:
         result["cpu"] = quantity.cpu_text(cpu)
     if memory:
-        result["memory"] = str(int(memory))
+        text = quantity.describe_bytes(memory)  # "22Gi" when exact, else the bytes
+        result["memory"] = text if quantity.parse(text) == memory else str(math.ceil(memory))
     return result
 
 
