@@ -309,3 +309,29 @@ def test_kueue_without_a_queue_is_a_profile_error():
         "spec": {"gang": {"scheduler": "kueue"}}}))
     assert not expansion.ok
     assert any(p.field == "spec.gang.queue" for p in expansion.problems if has_errors([p]))
+
+
+# ---- DNS: every TF_CONFIG address reaches its task, through the Services the controllers create ----
+
+@pytest.mark.parametrize("backend", ("jobset", "tfjob"))
+def test_every_address_reaches_its_task_through_the_controllers_services(backend):
+    from cluster_dns import ClusterDNS
+
+    for path in JOB_FILES:
+        expansion = expand(path, backend, profile())
+        if not expansion.ok:
+            continue
+        (decoded,) = backends.decode(expansion.objects[0])
+        assert decoded.created, "the controller's Services"
+        by_task = {(p.role, p.index): p for p in decoded.pods}
+        objects = expansion.objects[0] + decoded.created
+        # JobSet publishes not-ready addresses, as native does; the operator's Services do not, so a TFJob's
+        # names resolve once the peer pod is Ready (no readiness probe: once its container runs).
+        dns = ClusterDNS(objects, decoded.pods, ready=backend == "tfjob")
+        not_ready = ClusterDNS(objects, decoded.pods)
+        for pod in decoded.pods:
+            for role, addresses in json.loads(pod.env[contract.TF_CONFIG])["cluster"].items():
+                for index, address in enumerate(addresses):
+                    host = address.rsplit(":", 1)[0]
+                    assert dns.resolve(host, pod.namespace) is by_task[(role, index)], f"{path.name}: {address}"
+                    assert (not_ready.resolve(host, pod.namespace) is None) == (backend == "tfjob")

@@ -190,8 +190,17 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
                             for p in pods.job_pods(child, config_maps, marks, marks)), key=common.task_order)
         found.append(DecodedJob(namespace, name, NAME, members, task_pods,
                                 lifecycle.from_batch_job_spec(children[0][0]["spec"]),
-                                common.cluster_config(members)))
+                                common.cluster_config(members), [_service(jobsets[0])]))
     return found
+
+
+def _service(jobset: dict) -> dict:
+    """The headless Service JobSet's controller creates for the subdomain (createHeadlessSvcIfNotExist)."""
+    meta, network = jobset["metadata"], jobset["spec"].get("network") or {}
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": network.get("subdomain") or meta["name"], "namespace": meta.get("namespace", "")},
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": network.get("publishNotReadyAddresses", True),
+                     "selector": {JOBSET_NAME: meta["name"]}}}
 
 
 BACKEND = Backend(NAME, NAMING, check, encode, decode)

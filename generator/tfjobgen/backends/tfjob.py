@@ -196,8 +196,19 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
         task_pods = sorted(_pods(tfjobs[0], config_maps), key=common.task_order)
         found.append(DecodedJob(namespace, name, NAME, members, task_pods,
                                 from_run_policy(spec.get("tfReplicaSpecs", {}), spec.get("runPolicy", {})),
-                                common.cluster_config(members)))
+                                common.cluster_config(members), [_service(pod) for pod in task_pods]))
     return found
+
+
+def _service(pod: pods.Pod) -> dict:
+    """The headless Service the operator creates for each pod, named like it; it does not publish
+    not-ready addresses (common/service.go), so a name resolves once its pod is Ready."""
+    selector = {k: pod.labels[k] for k in (JOB_NAME_LABEL, REPLICA_TYPE_LABEL, REPLICA_INDEX_LABEL)}
+    port = next(p for p in pod.container["ports"] if p["name"] == PORT_NAME)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": pod.hostname, "namespace": pod.namespace},
+            "spec": {"clusterIP": "None", "ports": [{"name": PORT_NAME, "port": port["containerPort"],
+                                                     "targetPort": port["containerPort"]}],
+                     "selector": selector}}
 
 
 BACKEND = Backend(NAME, NAMING, check, encode, decode)
