@@ -40,6 +40,9 @@ class DecodedJob:
     # Objects its controller creates besides pods: JobSet's headless Service, the TFJob
     # operator's Service per pod (none on native, whose Service is among `objects`).
     created: list[dict] = field(default_factory=list)
+    # True when a task failing for good stops every task of the job (JobSet's FailJobSet, the TFJob
+    # operator); False: only the tasks of the same object (native: the other roles' Jobs go on).
+    fails_as_one: bool = False
 
     @property
     def key(self) -> str:

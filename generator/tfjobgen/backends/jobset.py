@@ -190,7 +190,7 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
                             for p in pods.job_pods(child, config_maps, marks, marks)), key=common.task_order)
         found.append(DecodedJob(namespace, name, NAME, members, task_pods,
                                 lifecycle.from_batch_job_spec(children[0][0]["spec"]),
-                                common.cluster_config(members), [_service(jobsets[0])]))
+                                common.cluster_config(members), [_service(jobsets[0])], fails_as_one=True))
     return found
 
 

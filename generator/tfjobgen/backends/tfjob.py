@@ -196,7 +196,8 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
         task_pods = sorted(_pods(tfjobs[0], config_maps), key=common.task_order)
         found.append(DecodedJob(namespace, name, NAME, members, task_pods,
                                 from_run_policy(spec.get("tfReplicaSpecs", {}), spec.get("runPolicy", {})),
-                                common.cluster_config(members), [_service(pod) for pod in task_pods]))
+                                common.cluster_config(members), [_service(pod) for pod in task_pods],
+                                fails_as_one=True))
     return found
 
 
