@@ -151,7 +151,8 @@ def test_built_in_objects_child_jobs_and_pods_pass_strict_validation(version):
                     if obj["kind"] == "JobSet":
                         failures += [e for child, _ in jobset._child_jobs(obj) for e in _strict_errors(child, version)]
                 (decoded,) = backends.decode(objects)
-                failures += [e for pod in decoded.pods[:3] + decoded.pods[-2:] for e in _strict_errors(_as_pod(pod), version)]
+                sample = decoded.pods[:3] + decoded.pods[-2:]  # every role's first and the last pods
+                failures += [e for pod in sample for e in _strict_errors(_as_pod(pod), version)]
     assert not failures, "\n".join(failures[:10])
 
 
@@ -274,7 +275,8 @@ def test_volcano_gets_one_podgroup_of_every_task_and_every_pod_names_it(backend)
 
 
 def test_scheduler_plugins_label_every_pod_and_use_the_profiles_scheduler():
-    objects = expand(JOBS / "wide-deep.yaml", "jobset", profile("scheduler-plugins", schedulerName="coscheduler")).objects[0]
+    chosen = profile("scheduler-plugins", schedulerName="coscheduler")
+    objects = expand(JOBS / "wide-deep.yaml", "jobset", chosen).objects[0]
     group = _only(objects, "PodGroup")
     assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1" and group["spec"]["scheduleTimeoutSeconds"] == 600
     for pod in backends.pods_of(objects):
@@ -335,3 +337,13 @@ def test_every_address_reaches_its_task_through_the_controllers_services(backend
                     host = address.rsplit(":", 1)[0]
                     assert dns.resolve(host, pod.namespace) is by_task[(role, index)], f"{path.name}: {address}"
                     assert (not_ready.resolve(host, pod.namespace) is None) == (backend == "tfjob")
+
+
+def test_tfjob_warns_of_permanent_exit_codes_the_operator_retries():
+    data = json.loads(json.dumps(SMALL))
+    data["spec"].update(backend="tfjob", command=["python", "/app/train.py"],
+                        failurePolicy={"permanentExitCodes": [3, 137], "activeDeadlineSeconds": 3600})
+    expansion = pipeline.expand([pipeline.Intent(data, "small.yaml")], profile())
+    assert expansion.ok
+    (warning,) = [p for p in expansion.problems if p.field == "spec.failurePolicy.permanentExitCodes"]
+    assert warning.severity == "warning" and "137 cannot fail the job" in warning.message

@@ -44,9 +44,9 @@ KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_MAX_POD_SETS = 18  # Workload.spec.podSets maxItems (kueue.x-k8s.io CRD)
 
 
-def scheduler(plan_or_profile) -> str:
-    profile = getattr(plan_or_profile, "profile", plan_or_profile)
-    return profile.gang.scheduler
+def scheduler(plan) -> str:
+    """The plan's profile's gang scheduler: none, volcano, scheduler-plugins or kueue."""
+    return plan.profile.gang.scheduler
 
 
 def pod_sets(job: TrainingJob, backend: str) -> int:

@@ -49,7 +49,8 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
 
 
 def _job(plan: JobPlan, name: str, role: str, template: dict, completions: int, indexed: bool) -> dict:
-    spec = {"template": gang.pod_template(plan, template), **lifecycle.batch_job_spec(lifecycle.of(plan.job, plan.profile), indexed)}
+    ending = lifecycle.batch_job_spec(lifecycle.of(plan.job, plan.profile), indexed)
+    spec = {"template": gang.pod_template(plan, template), **ending}
     if indexed:
         spec.update(completionMode="Indexed", completions=completions, parallelism=completions)
     return {

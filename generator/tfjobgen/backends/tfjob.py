@@ -44,7 +44,7 @@ from ..lifecycle import Lifecycle
 from ..model import TrainingJob
 from ..naming import Naming
 from ..plan import JobPlan, RolePlan
-from ..problems import Problem
+from ..problems import WARNING, Problem
 from ..profile import ClusterProfile
 from . import common
 from .base import Backend, DecodedJob
@@ -77,7 +77,7 @@ def address(job: TrainingJob, profile: ClusterProfile, role: str, index: int) ->
 NAMING = Naming(
     hostname=names.task,  # the pod's name, `<tfjob>-<type>-<i>`
     address=address,
-    index_source=lambda role: {},  # never read: the operator writes TF_CONFIG
+    index_source=lambda role: {},  # never asked for: writes_tf_config, so no env reads the index
     writes_tf_config=True,
     grpc_port_name=PORT_NAME,
 )
@@ -94,6 +94,12 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
         problems.append(Problem(
             f"the cluster profile '{profile.name}' asks for one object per task (taskObjects: per-task), which a "
             "TFJob's one template per replica type cannot give: use backend native on this cluster", "spec.backend"))
+    retried = [code for code in job.permanent_exit_codes if code >= RETRYABLE_FROM]
+    if not job.uses_runtime and retried:
+        problems.append(Problem(
+            f"the TFJob operator (restartPolicy ExitCode) gives a task a new pod on exit codes {RETRYABLE_FROM}-255, "
+            f"so {', '.join(map(str, retried))} cannot fail the job at once; every code from 1 to {RETRYABLE_FROM - 1} "
+            "does", "spec.failurePolicy.permanentExitCodes", severity=WARNING))
     return problems + gang.check(job, profile, NAME)
 
 
