@@ -2,11 +2,14 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# checkov (tests/test_checkov.py) lives in its own virtualenv: its pinned dependencies clash with TensorFlow's.
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV_VERSION := 3.3.30
 BUILD  := build
 export KUSTOMIZE_PLUGIN_HOME := $(CURDIR)/plugins
 OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kustomization.yaml))
 
-.PHONY: venv demo build rendered diff test clean
+.PHONY: venv checkov demo build rendered diff test test-fast clean
 
 # The virtual environment, rebuilt when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
@@ -16,6 +19,14 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 venv: $(VENV)/.installed
+
+$(CHECKOV_VENV)/.installed: Makefile
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	@echo "installing checkov $(CHECKOV_VERSION) into $(CHECKOV_VENV) (a few minutes, once) ..."
+	@$(CHECKOV_VENV)/bin/pip install --quiet --disable-pip-version-check 'checkov==$(CHECKOV_VERSION)'
+	@touch $@
+
+checkov: $(CHECKOV_VENV)/.installed
 
 # Build every overlay with kubectl's kustomize (the tfjobgen plugin expands the jobs),
 # then say what each job became, then train the README's job locally with real TensorFlow.
@@ -42,8 +53,14 @@ BASE ?= origin/main
 diff: venv
 	$(BIN)/tfjobgen diff $(BASE)
 
-test: venv
+# Everything: real kubectl, kpt, git, checkov, TensorFlow processes (about 5 minutes on 2 cores).
+test: venv checkov
 	$(BIN)/python -m pytest
 
+# The edit loop: only tests marked `fast` (no kubectl, kpt, git, TensorFlow, socket timeouts,
+# hypothesis or checkov; tests/conftest.py marks each test by the tools it reaches).
+test-fast: venv
+	$(BIN)/python -m pytest -m fast -q
+
 clean:
-	rm -rf $(BUILD) $(VENV)
+	rm -rf $(BUILD) $(VENV) $(CHECKOV_VENV)

@@ -1,18 +1,20 @@
-"""How much does tfjobgen add to `kustomize build`? A benchmark, not a test.
+"""What tfjobgen costs a build, at 100 and 1,000 jobs. A benchmark, not a test.
 
-    .venv/bin/python benchmarks/build_time.py [--jobs 100] [--runs 7]
+    .venv/bin/python benchmarks/build_time.py [--jobs 100 1000] [--runs 3] [--only cold-start]
 
-1. Writes a synthetic repository to a temporary folder: N TrainingJobs (a fixed,
-   seeded mix of topologies, QoS classes and protocols, up to 200 workers / 20 PS),
-   a base and one overlay with a ClusterProfile, like this repository's.
-2. Builds the overlay with `kubectl kustomize --enable-alpha-plugins` (tfjobgen runs
-   as the plugin), then commits that output as plain YAML, one file per job, and
-   builds that too: the same objects, no function.
-3. Times both builds, and a third one whose plugin only prints the finished output
-   (no tfjobgen): what kustomize itself spends on any transformer plugin. The three run
-   in interleaved rounds (median of --runs), since this VM drifts over minutes. Counts how many times the plugin process started per build, and measures
-   the function's cold start (`python -X importtime` and wall time of `tfjobgen krm`
-   on one small job).
+For each size it writes a repository to a temporary folder (benchmarks/synthetic.py: this
+repository's overlays and jobs, and variants of the jobs in twenty teams), then measures:
+
+1. one `kubectl kustomize --enable-alpha-plugins` build of overlays/seed-80c three ways, in
+   interleaved rounds (this VM drifts over minutes): with the tfjobgen plugin; with a plugin
+   that only prints that build's finished output (kustomize's own floor for any transformer
+   plugin); and the same objects committed as plain YAML (checked to build to the same bytes);
+2. `tfjobgen hydrate` of every overlay from scratch (what CI and rendered mode run), with its
+   peak resident memory and how each overlay was built (build.py's modes);
+3. `tfjobgen build` of one team's Application (what the Argo CD plugin runs per sync);
+4. `tfjobgen diff` of a change to one job, in a git repository of that tree;
+5. the KRM function's cold start: `tfjobgen krm` on one job (what kustomize starts per build),
+   beside the interpreter's own start, and `python -X importtime`'s total.
 
 Prints Markdown tables; docs/benchmarks.md records a run.
 """
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import re
 import shutil
 import statistics
@@ -31,78 +32,58 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import synthetic  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = Path(sys.executable)
 TFJOBGEN = PYTHON.parent / "tfjobgen"
+OVERLAY = "seed-80c"  # expanded untouched: the plugin path kustomize itself runs
+TEAM = "team-03"
 
 
-TOPOLOGIES = ["colocated", "isolated", "spread", "spread", "none"]
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
-def synthetic_job(i: int, rng: random.Random, topologies: list[str] = TOPOLOGIES) -> str:
-    """One intent; the mix covers every topology, both QoS classes and StarServer."""
-    topology = rng.choice(topologies)
-    ps = rng.choice([1, 2, 4, 5, 10, 20])
-    workers = min(200, ps * 10) if topology == "colocated" else rng.choice([4, 10, 32, 50, 100, 200])
-    star = topology != "colocated" and rng.random() < 0.2
-    if star:
-        workers = ps * 8  # StarServer's advised 8 workers per PS
-    api = "tf1" if star or rng.random() < 0.3 else "tf2"
-    qos = "cpuset" if rng.random() < 0.7 else "shared"
-    worker_cpu = rng.choice([2, 4, 6]) if qos == "cpuset" else rng.choice(["500m", "1500m", "3"])
-    chief = "    chief: {cpu: 2, memory: 4Gi}\n" if api == "tf2" else ""
-    evaluator = "    evaluator: {cpu: 2, memory: 4Gi}\n" if rng.random() < 0.3 else ""
-    model_dir = f"  training: {{modelDir: 'gs://checkpoints/job-{i:03d}'}}\n" if evaluator else ""
-    command = "" if rng.random() < 0.5 else "  command: [python, /app/train.py]\n"
-    return (
-        f"apiVersion: tfjobgen.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: job-{i:03d}\n"
-        f"  namespace: team-{i % 7}\nspec:\n  image: registry.example.com/ml/model-{i % 13}:1.{i % 5}\n{command}"
-        f"  api: {api}\n  qos: {qos}\n" + ("  protocol: star_server\n" if star else "")
-        + f"  roles:\n    ps: {{replicas: {ps}, cpu: 4, memory: 16Gi}}\n"
-        f"    worker: {{replicas: {workers}, cpu: {worker_cpu}, memory: 8Gi}}\n{chief}{evaluator}"
-        f"  topology: {{mode: {topology}}}\n{model_dir}"
-    )
-
-
-def write_repo(root: Path, jobs: int, topologies: list[str] = TOPOLOGIES) -> None:
-    rng = random.Random(20261122)
-    (root / "jobs").mkdir(parents=True)
-    names = []
-    for i in range(jobs):
-        name = f"job-{i:03d}.yaml"
-        (root / "jobs" / name).write_text(synthetic_job(i, rng, topologies))
-        names.append(name)
-    (root / "jobs" / "kustomization.yaml").write_text("resources:\n" + "".join(f"- {n}\n" for n in names))
-    (root / "overlays" / "bench").mkdir(parents=True)
-    shutil.copy(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml", root / "overlays" / "bench")
-    (root / "overlays" / "bench" / "kustomization.yaml").write_text(
-        "resources:\n- ../../jobs\ntransformers:\n- cluster-profile.yaml\n")
-    # A plugin home whose plugin counts its own starts, then runs the real one.
-    plugin = root / "plugins" / "tfjobgen.dev" / "v1alpha1" / "clusterprofile" / "ClusterProfile"
-    plugin.parent.mkdir(parents=True)
-    plugin.write_text(f"#!/bin/sh\necho start >> {root / 'starts.log'}\nexec {TFJOBGEN} krm \"$@\"\n")
-    plugin.chmod(0o755)
-
-
-def write_canned_plugin(root: Path, built: str) -> Path:
-    """A plugin home whose ClusterProfile plugin prints the finished output without running tfjobgen."""
-    (root / "canned.yaml").write_text(built)
-    plugin = root / "canned" / "tfjobgen.dev" / "v1alpha1" / "clusterprofile" / "ClusterProfile"
-    plugin.parent.mkdir(parents=True)
-    plugin.write_text(f"#!/bin/sh\ncat > /dev/null\nexec cat {root / 'canned.yaml'}\n")
-    plugin.chmod(0o755)
-    return root / "canned"
-
-
-def kustomize(folder: Path, env: dict) -> str:
-    proc = subprocess.run(["kubectl", "kustomize", "--enable-alpha-plugins", str(folder)],
-                          capture_output=True, text=True, env=env)
+def run(command: list[str], cwd: Path, env: dict | None = None, stdin: str | None = None) -> str:
+    proc = subprocess.run(command, cwd=cwd, env=env, input=stdin, capture_output=True, text=True)
     if proc.returncode:
-        sys.exit(f"build of {folder} failed:\n{proc.stderr}")
+        sys.exit(f"{' '.join(command)} failed in {cwd}:\n{proc.stderr[-3000:]}")
     return proc.stdout
 
 
-def write_plain(root: Path, built: str) -> None:
+def timed_in_rounds(runs: int, actions: dict[str, object]) -> dict[str, list[float]]:
+    """Time several actions in interleaved rounds (A B C, B C A, ...), so that the VM's drift
+    over minutes falls on each of them alike instead of on whichever ran last."""
+    times: dict[str, list[float]] = {label: [] for label in actions}
+    labels = list(actions)
+    for round_ in range(runs):
+        order = labels[round_ % len(labels):] + labels[:round_ % len(labels)]
+        for label in order:
+            start = time.perf_counter()
+            actions[label]()
+            times[label].append(time.perf_counter() - start)
+            progress(f"  round {round_ + 1}/{runs}: {label} {times[label][-1]:.2f} s")
+    return times
+
+
+def timed(label: str, runs: int, action) -> list[float]:
+    return timed_in_rounds(runs, {label: action})[label]
+
+
+# ---- the three builds of one overlay ----------------------------------------------------------------
+
+def plugin_home(root: Path, name: str, script: str) -> Path:
+    home = root / name
+    plugin = home / "tfjobgen.dev" / "v1alpha1" / "clusterprofile" / "ClusterProfile"
+    plugin.parent.mkdir(parents=True)
+    plugin.write_text(script)
+    plugin.chmod(0o755)
+    return home
+
+
+def write_plain(root: Path, built: str) -> Path:
     """The same objects committed as plain YAML, one file per job, with a kustomization listing them."""
     plain = root / "plain"
     plain.mkdir()
@@ -113,93 +94,166 @@ def write_plain(root: Path, built: str) -> None:
     for job, documents in sorted(by_job.items()):
         (plain / f"{job}.yaml").write_text("---\n".join(documents))
     (plain / "kustomization.yaml").write_text("resources:\n" + "".join(f"- {j}.yaml\n" for j in sorted(by_job)))
+    return plain
 
 
-def timed_in_rounds(runs: int, actions: dict[str, object]) -> dict[str, list[float]]:
-    """Time several builds in interleaved rounds (A B C, B C A, ...), so that the VM's drift
-    over minutes falls on each of them alike instead of on whichever ran last."""
-    times: dict[str, list[float]] = {label: [] for label in actions}
-    labels = list(actions)
-    for run in range(runs):
-        order = labels[run % len(labels):] + labels[:run % len(labels)]
-        for label in order:
-            start = time.perf_counter()
-            actions[label]()
-            times[label].append(time.perf_counter() - start)
-            print(f"  round {run + 1}/{runs}: {label} {times[label][-1]:.2f} s", file=sys.stderr, flush=True)
-    return times
+def kustomize(folder: Path, home: Path) -> str:
+    return run(["kubectl", "kustomize", "--enable-alpha-plugins", str(folder)], folder,
+               {**os.environ, "KUSTOMIZE_PLUGIN_HOME": str(home)})
 
 
-def timed(label: str, runs: int, action) -> list[float]:
-    return timed_in_rounds(runs, {label: action})[label]
+def overlay_builds(root: Path, runs: int) -> dict:
+    starts = root / "starts.log"
+    counting = plugin_home(root, "counting", f"#!/bin/sh\necho start >> {starts}\nexec {TFJOBGEN} krm \"$@\"\n")
+    overlay = root / "overlays" / OVERLAY
+    progress(f"  one plugin build of overlays/{OVERLAY} to learn its output ...")
+    built = kustomize(overlay, counting)
+    plain = write_plain(root, built)
+    assert kustomize(plain, counting) == built, "plain YAML must build to the same bytes"
+    (root / "canned.yaml").write_text(built)
+    printing = plugin_home(root, "printing", f"#!/bin/sh\ncat > /dev/null\nexec cat {root / 'canned.yaml'}\n")
+    starts.unlink()
+    times = timed_in_rounds(runs, {
+        "with tfjobgen": lambda: kustomize(overlay, counting),
+        "a printing plugin": lambda: kustomize(overlay, printing),
+        "plain YAML": lambda: kustomize(plain, counting),
+    })
+    return {"times": times, "objects": built.count("\n---\n") + 1, "bytes": len(built),
+            "starts": len(starts.read_text().splitlines()) / runs}
 
 
-def import_time_ms() -> float:
-    """Total self+cumulative import time of the modules `tfjobgen krm` loads, from -X importtime."""
+# ---- hydrate, a team's build, a diff -----------------------------------------------------------------
+
+def hydrate(root: Path) -> tuple[float, float, str]:
+    """Seconds and peak resident MiB of a `tfjobgen hydrate` from scratch, and the modes it used."""
+    shutil.rmtree(root / "rendered", ignore_errors=True)
+    code = ("import resource, sys, time\n"
+            "from tfjobgen.cli import main\n"
+            "start = time.perf_counter()\n"
+            "code = main(['hydrate'])\n"
+            "seconds = time.perf_counter() - start\n"
+            "print(seconds, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, file=sys.stderr)\n"
+            "sys.exit(code)\n")
+    proc = subprocess.run([str(PYTHON), "-c", code], cwd=root, capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(f"hydrate failed:\n{proc.stderr[-3000:]}")
+    seconds, rss = map(float, proc.stderr.strip().splitlines()[-1].split())
+    modes = run([str(PYTHON), "-c", "from pathlib import Path\nfrom tfjobgen.gitops import build, layout, tree\n"
+                 "root = Path.cwd()\n"
+                 "for o in tree.overlay_names(root):\n"
+                 "    print(o, build.mode_of(layout.read(root, 'overlays/' + o), True))\n"], root)
+    return seconds, rss, ", ".join(line.replace(" ", ": ") for line in modes.splitlines())
+
+
+def git(root: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    run(["git", "-C", str(root), *args], root, env)
+
+
+def diff_one_job(root: Path, runs: int) -> list[float]:
+    """`tfjobgen diff main` after changing one job's worker count (a typical pull request)."""
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    job = root / "jobs" / "wide-deep.yaml"
+    job.write_text(job.read_text().replace("worker: {replicas: 32,", "worker: {replicas: 40,"))
+    return timed("tfjobgen diff, one job changed", runs,
+                 lambda: run([str(TFJOBGEN), "diff", "main"], root))
+
+
+# ---- cold start -----------------------------------------------------------------------------------------
+
+def cold_start(runs: int) -> dict:
     job = (REPO / "jobs" / "wide-deep.yaml").read_text()
-    proc = subprocess.run([str(PYTHON), "-X", "importtime", "-m", "tfjobgen", "krm",
-                           str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml")],
-                          input=job, capture_output=True, text=True)
+    profile = str(REPO / "overlays" / OVERLAY / "cluster-profile.yaml")
+    times = timed_in_rounds(max(runs, 15), {
+        "tfjobgen krm, 1 job": lambda: run([str(TFJOBGEN), "krm", profile], REPO, stdin=job),
+        "python -c pass": lambda: run([str(PYTHON), "-c", "pass"], REPO),
+    })
+    proc = subprocess.run([str(PYTHON), "-X", "importtime", "-m", "tfjobgen", "krm", profile], input=job,
+                          capture_output=True, text=True)
     top = [int(line.split("|")[1]) for line in proc.stderr.splitlines()
-           if line.startswith("import time:") and line.split("|")[2].strip() and not
-           line.split("|")[2].startswith("  ") and line.split("|")[1].strip().isdigit()]
-    return sum(top) / 1000
+           if line.startswith("import time:") and line.split("|")[1].strip().isdigit()
+           and not line.split("|")[2].startswith("  ")]
+    heavy = [name for name in ("jsonschema", "argparse", "pathlib") if f"| {name}\n" in proc.stderr + "\n"]
+    return {"times": times, "imports_ms": sum(top) / 1000, "heavy": heavy}
+
+
+# ---- report ---------------------------------------------------------------------------------------------
+
+def row(label: str, values: list[float], unit: str = "s") -> str:
+    scale = 1000 if unit == "ms" else 1
+    return (f"| {label} | {statistics.median(values) * scale:.2f} {unit} | {min(values) * scale:.2f} {unit} | "
+            f"{max(values) * scale:.2f} {unit} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=100)
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--without-colocated", action="store_true",
-                        help="a mix of O(1)-object jobs only (colocated jobs have one Job per task)")
+    parser.add_argument("--jobs", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--runs", type=int, default=3, help="rounds of the overlay builds (median reported)")
+    parser.add_argument("--only", choices=("cold-start",), help="measure only this")
+    parser.add_argument("--skip-whole", action="store_true",
+                        help="skip the three whole-overlay kustomize builds (at 1,000 jobs one takes far over ten "
+                             "minutes on 2 cores)")
     args = parser.parse_args()
-    topologies = [t for t in TOPOLOGIES if t != "colocated"] if args.without_colocated else TOPOLOGIES
-    root = Path(tempfile.mkdtemp(prefix="tfjobgen-bench-"))
-    try:
-        env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": str(root / "plugins")}
-        print(f"writing a synthetic repository of {args.jobs} jobs to {root}", file=sys.stderr)
-        write_repo(root, args.jobs, topologies)
-        built = kustomize(root / "overlays" / "bench", env)
-        write_plain(root, built)
-        assert kustomize(root / "plain", env) == built, "plain YAML must build to the same bytes"
-        objects = built.count("\n---\n") + 1
-        (root / "starts.log").unlink()
-        canned_env = {**env, "KUSTOMIZE_PLUGIN_HOME": str(write_canned_plugin(root, built))}
-        builds = timed_in_rounds(args.runs, {
-            "with tfjobgen": lambda: kustomize(root / "overlays" / "bench", env),
-            "plain YAML": lambda: kustomize(root / "plain", env),
-            "a printing plugin": lambda: kustomize(root / "overlays" / "bench", canned_env),
-        })
-        with_function, plain, canned = builds["with tfjobgen"], builds["plain YAML"], builds["a printing plugin"]
-        starts = len((root / "starts.log").read_text().splitlines())
-        job = (REPO / "jobs" / "wide-deep.yaml").read_text()
-        profile = str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml")
-        cold = timed("cold start (tfjobgen krm, 1 job)", args.runs, lambda: subprocess.run(
-            [str(TFJOBGEN), "krm", profile], input=job, capture_output=True, text=True, check=True))
-        stream = (root / "jobs").glob("job-*.yaml")
-        all_jobs = "---\n".join(p.read_text() for p in sorted(stream))
-        function = timed(f"function alone ({args.jobs} jobs)", args.runs, lambda: subprocess.run(
-            [str(TFJOBGEN), "krm", profile], input=all_jobs, capture_output=True, text=True, check=True))
-        median = statistics.median
-        print(f"\n{args.jobs} jobs ({', '.join(sorted(set(topologies)))}), {objects} objects, "
-              f"{len(built) / 1e6:.1f} MB of YAML; "
-              f"median of {args.runs} runs; {os.cpu_count()} CPUs\n")
+    print(f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} CPUs; load average "
+          f"{os.getloadavg()[0]:.1f} at the start. Medians of {args.runs} runs unless said.\n")
+    results = {}
+    if args.only != "cold-start":
+        for jobs in args.jobs:
+            root = Path(tempfile.mkdtemp(prefix=f"tfjobgen-bench-{jobs}-"))
+            try:
+                progress(f"{jobs} jobs: writing a repository to {root}")
+                synthetic.write_repo(root / "repo", jobs)
+                progress(f"{jobs} jobs: tfjobgen hydrate")
+                seconds, rss, modes = hydrate(root / "repo")
+                progress(f"  {seconds:.1f} s, {rss:.0f} MiB")
+                progress(f"{jobs} jobs: tfjobgen build of one team's Application (prod-96c)")
+                team = timed("tfjobgen build --namespace", args.runs, lambda: run(
+                    [str(TFJOBGEN), "build", "overlays/prod-96c", "--namespace", TEAM], root / "repo"))
+                builds = {}
+                if not args.skip_whole:
+                    progress(f"{jobs} jobs: the three builds of overlays/{OVERLAY}")
+                    builds = overlay_builds(root / "repo", args.runs)
+                progress(f"{jobs} jobs: tfjobgen diff")
+                diffs = diff_one_job(root / "repo", args.runs)
+                results[jobs] = {"hydrate": seconds, "rss": rss, "modes": modes, "team": team, "diff": diffs,
+                                 **builds}
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+    progress("cold start")
+    cold = cold_start(args.runs)
+
+    median = statistics.median
+    for jobs, r in results.items():
+        whole = "times" in r
+        print(f"### {jobs} jobs" + (f": {r['objects']:,} objects in overlays/{OVERLAY} ({r['bytes'] / 1e6:.1f} MB)"
+                                    if whole else "") + "\n")
         print("| build | median | min | max |\n| --- | --- | --- | --- |")
-        for label, times in (("kubectl kustomize, overlay with tfjobgen", with_function),
-                             ("kubectl kustomize, the same objects as plain YAML", plain),
-                             ("kubectl kustomize, overlay whose plugin only prints that output", canned),
-                             (f"tfjobgen krm alone on the {args.jobs} intents", function),
-                             ("tfjobgen krm on one job (cold start)", cold)):
-            print(f"| {label} | {median(times):.3f} s | {min(times):.3f} s | {max(times):.3f} s |")
-        print(f"\n| figure | measured | goal |\n| --- | --- | --- |")
-        print(f"| build time ratio (with tfjobgen / plain) | {median(with_function) / median(plain):.2f} | <= 1.3 |")
-        print(f"| of which kustomize's own cost of a transformer plugin (printing plugin / plain) | "
-              f"{median(canned) / median(plain):.2f} | |")
-        print(f"| cold start, wall time of one `tfjobgen krm` | {median(cold) * 1000:.0f} ms | <= 250 ms |")
-        print(f"| cold start, import time (-X importtime) | {import_time_ms():.0f} ms | |")
-        print(f"| function processes per build | {starts / args.runs:g} | 1 |")
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if whole:
+            print(row(f"kubectl kustomize overlays/{OVERLAY}, with the tfjobgen plugin", r["times"]["with tfjobgen"]))
+            print(row("the same, the plugin only prints that output (kustomize's floor)",
+                      r["times"]["a printing plugin"]))
+            print(row("the same objects as plain YAML", r["times"]["plain YAML"]))
+        print(row(f"tfjobgen build overlays/prod-96c --namespace {TEAM} (one Application)", r["team"]))
+        print(row("tfjobgen diff main, one job changed", r["diff"]))
+        print(f"| tfjobgen hydrate, every overlay from scratch (one run) | {r['hydrate']:.2f} s | | |\n")
+        if whole:
+            print(f"plugin build / floor {median(r['times']['with tfjobgen']) / median(r['times']['a printing plugin']):.2f}; "
+                  f"floor / plain {median(r['times']['a printing plugin']) / median(r['times']['plain YAML']):.2f}; "
+                  f"plugin processes per build: {r['starts']:g}; ", end="")
+        print(f"hydrate peak resident memory {r['rss']:.0f} MiB; modes: {r['modes']}\n")
+    if len(results) == 2:
+        small, large = sorted(results)
+        print(f"hydrate, {large} jobs / {small} jobs: {results[large]['hydrate'] / results[small]['hydrate']:.1f}x\n")
+    print("### Cold start of the KRM function\n")
+    print("| process | median | min | max |\n| --- | --- | --- | --- |")
+    print(row("tfjobgen krm on one job (what kustomize starts)", cold["times"]["tfjobgen krm, 1 job"], "ms"))
+    print(row("python -c pass (the interpreter alone)", cold["times"]["python -c pass"], "ms"))
+    print(f"\nImports (python -X importtime, top level): {cold['imports_ms']:.0f} ms; "
+          f"heavy modules loaded: {', '.join(cold['heavy']) or 'none of jsonschema, argparse, pathlib'}")
 
 
 if __name__ == "__main__":

@@ -11,17 +11,136 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
 JOBS = REPO / "jobs"
 OVERLAYS = sorted(p.parent.name for p in (REPO / "overlays").glob("*/kustomization.yaml"))
 PLUGIN_HOME = REPO / "plugins"
 REQUIRE_TOOLS = os.environ.get("TFJOBGEN_REQUIRE_TOOLS") == "1"
 
 sys.path.insert(0, str(REPO / "generator"))  # the package, even without an install
+
+
+# ---- test tiers -------------------------------------------------------------------------------
+#
+# Each test is marked with the slow tools it reaches, found by reading code rather than by a marker
+# in every test file: a helper declares what it runs with @uses(...), and a test that reaches such a
+# helper (directly, through its fixtures, or through other functions of the test modules) gets the
+# marker. A test module that holds TensorFlow itself marks every test that uses it. Tests with none
+# of these are `fast`:  pytest -m fast  (make test-fast) is the edit loop; make test runs everything.
+
+TOOL_MARKERS = {
+    "kubectl": "runs kubectl's kustomize (directly, or through hydrate, diff or the Argo CD plugin)",
+    "kpt": "runs kpt",
+    "git": "creates git repositories",
+    "tensorflow": "imports TensorFlow or starts TensorFlow processes",
+    "timeouts": "waits for real retries and timeouts over sockets (seconds per test)",
+    "hypothesis": "runs many generated examples (property tests)",
+    "scheduler": "runs the kube-scheduler model (tests/simulation/) over a job's pods",
+    "checkov": "runs checkov",
+    "slow": "takes seconds of CPU: starts tfjobgen in a process of its own, or reads every rendered cluster",
+}
+FAST_MARKER = "fast"
+
+
+def uses(*tools: str):
+    """Declare the slow tools a helper runs (see TOOL_MARKERS)."""
+    unknown = set(tools) - set(TOOL_MARKERS)
+    assert not unknown, f"unknown tool markers {unknown}"
+
+    def declare(function):
+        function.tools_used = frozenset(tools)
+        return function
+    return declare
+
+
+def _tools_reached(function, seen: set) -> set[str]:
+    """The tools a test function reaches through the functions of the test suite it names."""
+    function = getattr(function, "__wrapped__", function)
+    code = getattr(function, "__code__", None)
+    if code is None or function in seen:
+        return set()
+    seen.add(function)
+    tools = set(getattr(function, "tools_used", ()))
+    names, pending = set(), [code]
+    while pending:  # the function's own names and those of functions nested in it (lambdas, closures)
+        current = pending.pop()
+        names.update(current.co_names)
+        pending += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    for name in names:
+        value = function.__globals__.get(name)
+        if isinstance(value, types.ModuleType):
+            if value.__name__.partition(".")[0] == "tensorflow":
+                tools.add("tensorflow")
+            elif str(TESTS) in (getattr(value, "__file__", None) or ""):  # a support module: module.helper(...)
+                for attribute in names:
+                    helper = getattr(value, attribute, None)
+                    if isinstance(helper, types.FunctionType):
+                        tools |= _tools_reached(helper, seen)
+        elif isinstance(value, types.FunctionType) and str(TESTS) in (value.__code__.co_filename or ""):
+            tools |= _tools_reached(value, seen)
+        elif getattr(value, "tools_used", None):
+            tools |= value.tools_used
+    return tools
+
+
+def pytest_configure(config):
+    for name, what in TOOL_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
+    from simulation.scheduler import Scheduler  # support code many tests share: declared here rather than in it
+
+    uses("scheduler")(Scheduler)
+    config.addinivalue_line("markers", f"{FAST_MARKER}: needs none of {', '.join(TOOL_MARKERS)} (make test-fast)")
+
+
+def _imports_tensorflow(path: Path) -> bool:
+    """A test module that imports TensorFlow when it is collected (at its top level)."""
+    import ast
+
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            modules = [a.value for a in node.value.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        else:
+            continue
+        if any(m.partition(".")[0] == "tensorflow" for m in modules):
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under -m fast, skip importing modules that import TensorFlow (3 s) only to deselect their tests."""
+    if config.option.markexpr.strip() == FAST_MARKER and collection_path.suffix == ".py" \
+            and collection_path.name.startswith("test_") and _imports_tensorflow(collection_path):
+        return True
+    return None
+
+
+def pytest_collectreport(report):
+    """Under .ci/run a module skipped at import (pytest.importorskip) fails instead, like a missing tool."""
+    if REQUIRE_TOOLS and report.skipped:
+        report.outcome = "failed"
+        report.longrepr = f"{report.nodeid}: skipped at collection: {report.longrepr} (TFJOBGEN_REQUIRE_TOOLS=1)"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        seen: set = set()
+        tools = _tools_reached(getattr(item, "function", None), seen)
+        for definitions in item._fixtureinfo.name2fixturedefs.values():
+            for definition in definitions:
+                tools |= _tools_reached(definition.func, seen)
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            tools.add("hypothesis")
+        tools |= {m.name for m in item.iter_markers() if m.name in TOOL_MARKERS}  # declared in the test itself
+        for tool in sorted(tools) or [FAST_MARKER]:
+            item.add_marker(tool)
 
 
 def need(tool: str, found: str | None, why: str = "") -> str:
@@ -34,10 +153,12 @@ def need(tool: str, found: str | None, why: str = "") -> str:
     pytest.skip(message)
 
 
+@uses("kubectl")
 def kubectl() -> str:
     return need("kubectl", shutil.which("kubectl"))
 
 
+@uses("kpt")
 def kpt() -> str:
     candidates = [shutil.which("kpt"), "/usr/lib/google-cloud-sdk/bin/kpt"]
     return need("kpt", next((c for c in candidates if c and os.access(c, os.X_OK)), None),
@@ -48,6 +169,7 @@ def tfjobgen_command() -> list[str]:
     return [sys.executable, "-m", "tfjobgen"]
 
 
+@uses("slow")
 def run_tfjobgen(*args: str, stdin: str | None = None, cwd: Path | None = None, env: dict | None = None):
     """Run the CLI as a user would, in its own process."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO / "generator"), **(env or {})}
@@ -55,6 +177,7 @@ def run_tfjobgen(*args: str, stdin: str | None = None, cwd: Path | None = None, 
                           cwd=cwd or REPO, env=full_env, timeout=120)
 
 
+@uses("kubectl")
 def kustomize_build(directory: Path, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """`kubectl kustomize --enable-alpha-plugins` with the repository's plugin home."""
     full_env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": str(PLUGIN_HOME), **(env or {})}

@@ -215,7 +215,7 @@ def test_duplicate_job_names_name_both_files(tmp_path):
     proc = run_tfjobgen("validate", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 1
     assert "b.yaml:4: metadata.name: job name 'ok' is already used by" in proc.stderr
-    assert "a.yaml:1" in proc.stderr
+    assert "a.yaml:4 (in the same namespace)" in proc.stderr
     (tmp_path / "b.yaml").write_text(GOOD.replace("namespace: ml", "namespace: other"))
     proc = run_tfjobgen("validate", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 1 and "(in namespace ml): job names must be unique in the repository" in proc.stderr

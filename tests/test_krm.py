@@ -167,10 +167,14 @@ def _path_with_venv() -> dict:
     return {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]}
 
 
-@pytest.mark.parametrize("args", [[], ["--unknown-flag"]])
-def test_krm_usage(args, tmp_path):
-    proc = run_tfjobgen("krm", *args, stdin="", cwd=tmp_path)
-    assert proc.returncode in (1, 2) and "Traceback" not in proc.stderr
+def test_krm_without_input_is_invalid_input_and_an_unknown_flag_is_usage(tmp_path):
+    empty = run_tfjobgen("krm", stdin="", cwd=tmp_path)
+    assert empty.returncode == 1, "no ResourceList on stdin: invalid input"
+    assert "<stdin>: expected one ResourceList (config.kubernetes.io/v1) on stdin" in empty.stderr
+    assert load_yaml_stream(empty.stdout)[0]["results"], "kpt still gets a ResourceList, with the result"
+    flag = run_tfjobgen("krm", "--unknown-flag", stdin="", cwd=tmp_path)
+    assert flag.returncode == 2 and "unrecognized arguments: --unknown-flag" in flag.stderr, "a usage error"
+    assert "Traceback" not in empty.stderr + flag.stderr
 
 
 def test_a_profile_rule_is_reported_once_per_build_at_the_profile():

@@ -73,6 +73,7 @@ def test_before_packing_a_late_ps_found_no_server():
         assert scenarios.arrive(new, nodes(25), seed, shuffle=False).pending == [], f"seed {seed}"
 
 
+@pytest.mark.scheduler  # in a fresh process, out of the marker finder's sight
 def test_the_same_seed_replays_the_same_run():
     """Reproducible under any hash seed: the placement of one run, in this process and in a fresh one."""
     code = ("import sys; sys.path[:0] = [sys.argv[1] + '/generator', sys.argv[1] + '/tests']\n"

@@ -286,6 +286,7 @@ def test_spec_model_on_the_runtime_is_an_error_naming_both_fields(tmp_path):
     assert ": spec.model: describes the model of a program of your own" in proc.stderr
 
 
+@pytest.mark.tensorflow  # `tfjobgen plan --checkpoint` starts it
 def test_an_unreadable_checkpoint_is_one_line_naming_it(tmp_path):
     junk = tmp_path / "model.ckpt"
     (tmp_path / "model.ckpt.index").write_bytes(b"not a checkpoint")

@@ -123,6 +123,7 @@ print(json.dumps(wrong))
 """
 
 
+@pytest.mark.tensorflow  # imports it inside the test
 def test_tensorflow_reads_every_tf_config_as_the_task_of_its_pod():
     import importlib.util
 

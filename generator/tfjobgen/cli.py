@@ -13,11 +13,10 @@ subparser and imports nothing heavy until the command runs.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
-from . import __version__
+from . import __version__, contract
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.gitops.command", "tfjobgen.local.command", "tfjobgen.planner.command")
@@ -43,19 +42,20 @@ def _print_problems(problems) -> None:
 
 
 def cmd_validate(args) -> int:
-    from . import pipeline, repo
+    from . import intents, pipeline
     from .problems import has_errors
 
     profile = pipeline.load_profile(args.profile)
-    intents, problems = _load_intents(args.paths)
-    problems += pipeline.expand(intents, profile).problems  # exactly what the KRM function checks
-    problems += repo.unlisted_jobs(args.paths)
+    found, problems = _load_intents(args.paths)
+    problems += pipeline.expand(found, profile).problems  # exactly what the KRM function checks
+    problems += intents.unlisted(args.paths)
     _print_problems(sorted(problems, key=lambda p: (p.file, p.line, p.field)))
     errors = sum(p.is_error for p in problems)
-    if not intents and not problems:
-        print("tfjobgen: no TrainingJob found", file=sys.stderr)
+    if not found and not problems:
+        print(f"{' '.join(args.paths)}: no TrainingJob found (a job file has apiVersion: tfjobgen.dev/v1alpha1 and "
+              "kind: TrainingJob)", file=sys.stderr)
         return EXIT_INVALID
-    print(f"{len(intents)} TrainingJob(s) checked: {errors} error(s), {len(problems) - errors} warning(s)",
+    print(f"{len(found)} TrainingJob(s) checked: {errors} error(s), {len(problems) - errors} warning(s)",
           file=sys.stderr)
     return EXIT_INVALID if has_errors(problems) else EXIT_OK
 
@@ -105,7 +105,9 @@ def cmd_summary(args) -> int:
     return EXIT_OK
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser():
+    import argparse  # not on the KRM function's path (main() skips the parser for `krm`)
+
     parser = argparse.ArgumentParser(prog="tfjobgen", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"tfjobgen {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -163,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # a bug in tfjobgen: say so in one line (TFJOBGEN_DEBUG=1 shows the traceback)
-        if os.environ.get("TFJOBGEN_DEBUG"):
+        if os.environ.get(contract.DEBUG_ENV):
             raise
         print(f"tfjobgen: internal error ({type(err).__name__}: {err}); this is a bug, please report it "
               "with the input (TFJOBGEN_DEBUG=1 shows the traceback)", file=sys.stderr)

@@ -16,6 +16,10 @@ from .naming import Naming
 from .problems import Problem
 from .profile import ClusterProfile
 
+# The kubelet asks the registry at every pod start: a copy cached on the node is never run without
+# the pod's pull credentials being checked, and a moved tag is noticed. Layers already on the node are
+# not downloaded again, so a restart costs one manifest request (checkov CKV_K8S_15).
+PULL_POLICY = "Always"
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _SHELL_SYNTAX = re.compile(r"[;&|`$<>(){}\n*?~]|\s")
 

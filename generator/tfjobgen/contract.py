@@ -17,6 +17,12 @@ ROLES = ("chief", "evaluator", "ps", "worker")
 TRAINING_ROLES = ("chief", "ps", "worker")
 # Roles that run at most one task.
 SINGLE_ROLES = ("chief", "evaluator")
+# Roles every job has (the schema requires them): the chief waits for all of their tasks.
+REQUIRED_ROLES = ("ps", "worker")
+# Roles that run training steps, each connecting to every PS.
+TRAINER_ROLES = ("chief", "worker")
+# The order tables and reports show roles in: the servers, the trainers, then the evaluator.
+TABLE_ROLES = ("ps", "worker", "chief", "evaluator")
 
 # ---- the pod's environment -----------------------------------------------------------------
 
@@ -39,6 +45,7 @@ OMP_ENV = "OMP_NUM_THREADS"
 THREAD_ENVS = (INTRA_OP_ENV, INTER_OP_ENV, OMP_ENV)
 ENDPOINT_MAP_PATH_ENV = "TF_SEASTAR_ENDPOINT_MAP_PATH"
 GENERATED_PREFIX = "TFJOBGEN_"  # every variable of this prefix is tfjobgen's
+DEBUG_ENV = "TFJOBGEN_DEBUG"  # set: the CLI and the runtime print tracebacks instead of one line
 
 # ---- the job's ConfigMap -------------------------------------------------------------------
 

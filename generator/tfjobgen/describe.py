@@ -78,8 +78,8 @@ def role_text(role: RoleSummary | None) -> str:
 
 def table_of(summaries: list[JobSummary]) -> str:
     headers = ["JOB", "BACKEND", "TOPOLOGY", "QOS", "PROTOCOL", "PS", "WORKERS", "CHIEF", "EVALUATOR", "OBJECTS"]
-    rows = [[s.key, s.backend, s.topology, s.qos, f"{s.protocol} ({s.api})", role_text(s.roles.get("ps")),
-             role_text(s.roles.get("worker")), role_text(s.roles.get("chief")), role_text(s.roles.get("evaluator")),
-             sum(s.objects.values())] for s in summaries]
+    rows = [[s.key, s.backend, s.topology, s.qos, f"{s.protocol} ({s.api})",
+             *(role_text(s.roles.get(role)) for role in contract.TABLE_ROLES), sum(s.objects.values())]
+            for s in summaries]
     return table.render(headers, rows)
 

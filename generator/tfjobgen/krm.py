@@ -26,14 +26,12 @@ import os
 import re
 import sys
 
-from . import emit, locate, pipeline, source
+from . import emit, intents, pipeline, source
 from .pipeline import Intent
 from .problems import ERROR, InvalidInput, Problem, has_errors
 from .profile import ClusterProfile, ProfileSource
 
 _DOC_SPLIT = re.compile(r"^---[ \t]*$\n?", re.MULTILINE)
-# A cheap test on kustomize's canonical YAML (top-level keys start a line) before parsing.
-_LOOKS_OURS = re.compile(r"^(kind: *TrainingJob|apiVersion: *[\"']?tfjobgen\.dev/)", re.MULTILINE)
 _PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
 
 
@@ -43,45 +41,44 @@ def _intent(item: dict) -> Intent:
     return Intent(item, file=path)
 
 
-def _with_sources(intents: list[Intent], problems: list[Problem], root: str) -> list[Problem]:
-    """Point each problem at the file and line the user wrote, found by walking the kustomization."""
-    unplaced = [p for p in problems if not p.line]
-    if not unplaced:
-        return problems
+def _with_sources(found: list[Intent], root: str) -> list[Intent]:
+    """The intents with the file and document the user wrote, found by walking the kustomization at root."""
+    from . import locate  # only when there are errors to place
+
     sources = locate.find_intents(root)
     placed = []
-    for problem in problems:
-        ref = problem.ref
-        found = sources.get((ref.namespace, ref.name)) if ref else None
-        if found is None and ref:
-            by_name = [v for (ns, name), v in sources.items() if name == ref.name]
-            found = by_name[0] if len(by_name) == 1 else None
-        if found and not problem.line:
-            file, document = found
-            problem = dataclasses.replace(problem, file=file, line=document.line_of(problem.field))
-        placed.append(problem)
-    return sorted(placed, key=lambda p: (p.file, p.line, p.field))
+    for intent in found:
+        ref = intent.ref
+        source_of = sources.get((ref.namespace, ref.name))
+        if source_of is None:  # a patch or a transformer may have changed the namespace
+            by_name = [v for (_, name), v in sources.items() if name == ref.name]
+            source_of = by_name[0] if len(by_name) == 1 else None
+        if source_of and intent.document is None:
+            file, document = source_of
+            intent = Intent(intent.data, intent.file or file, document)
+        placed.append(intent)
+    return placed
 
 
-def _expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
+def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     """Replace each intent among `items` by its objects; everything else passes through untouched."""
-    positions = [i for i, item in enumerate(items) if pipeline.kind_of(item) == "intent"]
-    intents = [_intent(items[i]) for i in positions]
-    if not intents and not profile.allow_no_jobs:
-        return items, [Problem(
-            f"no TrainingJob among the {len(items)} objects of this build; refusing to emit a set without jobs "
-            "(Argo CD would prune every running job). Set allowNoJobs: true in the ClusterProfile if that "
-            "is what you mean")]
+    positions = [i for i, item in enumerate(items) if intents.is_intent(item)]
+    found = [_intent(items[i]) for i in positions]
+    if not found and not profile.allow_no_jobs:
+        return items, [pipeline.no_jobs(len(items))]
     taken = set(positions)
-    expansion = pipeline.expand(intents, profile, [item for i, item in enumerate(items) if i not in taken])
-    problems = expansion.problems
-    if has_errors(problems):
-        return items, _with_sources(intents, problems, root)
+    others = [item for i, item in enumerate(items) if i not in taken]
+    expansion = pipeline.expand(found, profile, others)
+    if has_errors(expansion.problems):
+        # Errors only: find the files the intents came from and check again, so that every problem
+        # (and every message that names another file) says where to look.
+        expansion = pipeline.expand(_with_sources(found, root), profile, others)
+        return items, expansion.problems
     replacement = dict(zip(positions, expansion.objects))
     result = []
     for i, item in enumerate(items):
         result.extend(replacement.get(i, [item]))
-    return result, problems
+    return result, expansion.problems
 
 
 def _result(problem: Problem) -> dict:
@@ -100,7 +97,13 @@ def _result(problem: Problem) -> dict:
     return entry
 
 
-def _report(problems: list[Problem], stderr) -> None:
+def _placed(problems: list[Problem], where: str) -> list[Problem]:
+    """Problems of the build as a whole (no file, no object) placed at `where`, so each line says where."""
+    return [p if p.file or p.ref else dataclasses.replace(p, file=where) for p in problems]
+
+
+def _report(problems: list[Problem], stderr=None) -> None:
+    stderr = stderr or sys.stderr  # looked up at each call: a caller may have redirected it
     for problem in problems:
         print(problem.format(), file=stderr)
     errors = sum(p.severity == ERROR for p in problems)
@@ -118,7 +121,7 @@ def _profile_from_function_config(config) -> ClusterProfile:
     return pipeline.profile_from(config)
 
 
-def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int]:
+def run_resource_list(text: str, root: str, stderr=None) -> tuple[str, int]:
     """KRM: ResourceList in, ResourceList out, as block YAML (kpt keeps the style it is given)."""
     try:
         documents = source.parse_stream(text, "<stdin>")
@@ -131,10 +134,12 @@ def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int
         config = resource_list.get("functionConfig")
         profile = _profile_from_function_config(config)
     except InvalidInput as err:
-        _report(err.problems, stderr)
+        problems = _placed(err.problems, "<stdin>")
+        _report(problems, stderr)
         return emit.to_yaml([{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [],
-                              "results": [_result(p) for p in err.problems]}]), 1
-    items, problems = _expand_items(items, profile, root)
+                              "results": [_result(p) for p in problems]}]), 1
+    items, problems = expand_items(items, profile, root)
+    problems = _placed(problems, "<stdin>")
     _report(problems, stderr)
     output = {"apiVersion": resource_list.get("apiVersion", "config.kubernetes.io/v1"), "kind": "ResourceList",
               "items": items}
@@ -145,21 +150,23 @@ def run_resource_list(text: str, root: str, stderr=sys.stderr) -> tuple[str, int
     return emit.to_yaml([output]), 1 if has_errors(problems) else 0
 
 
-def run_legacy_plugin(config_path: str, text: str, root: str, stderr=sys.stderr) -> tuple[str, int]:
+def run_legacy_plugin(config_path: str, text: str, root: str, stderr=None) -> tuple[str, int]:
     """kustomize exec plugin: objects as a YAML stream in and out; only intents are parsed."""
     try:
         profile = _users_profile(pipeline.load_profile(config_path), root)
         chunks = [c for c in _DOC_SPLIT.split(text) if c.strip()]
         items: list = []
         for chunk in chunks:
-            if _LOOKS_OURS.search(chunk):
-                items.extend(source.parse_stream(chunk, "<stdin>"))
+            parsed = source.parse_stream(chunk, "<stdin>") if intents.may_be_ours(chunk) else []
+            if parsed and all(isinstance(d, dict) for d in parsed):
+                items.extend(parsed)
             else:
                 items.append(chunk)  # passed through as text, unparsed
     except InvalidInput as err:
         _report(err.problems, stderr)
         return "", 1
-    expanded, problems = _expand_items(items, profile, root)
+    expanded, problems = expand_items(items, profile, root)
+    problems = _placed(problems, _kustomization_of(root))
     _report(problems, stderr)
     if has_errors(problems):
         return "", 1
@@ -182,8 +189,20 @@ def _users_profile(profile: ClusterProfile, root: str) -> ClusterProfile:
     temporary copy of its config (kust-plugin-config-*), whose lines are kustomize's, not the user's."""
     if not os.path.basename(profile.origin.file).startswith("kust-plugin-config-"):
         return profile
+    if not pipeline.check_profile(profile):
+        return profile  # nothing to place: no file search on the common path
+    from . import locate
+
     found = locate.find_profile(root, profile.name)
     return dataclasses.replace(profile, origin=ProfileSource(*found)) if found else profile
+
+
+def _kustomization_of(root: str) -> str:
+    """The kustomization kustomize ran us from, as the user knows its path (where a build-wide problem is)."""
+    from . import locate
+
+    found = intents.kustomization_file(root)
+    return locate.display_path(found) if found else "<stdin>"
 
 
 def main(argv: list[str]) -> int:
@@ -193,7 +212,7 @@ def main(argv: list[str]) -> int:
     try:
         text = source.decode(raw, "<stdin>")
     except InvalidInput as err:
-        _report(err.problems, sys.stderr)
+        _report(err.problems)
         return 1
     if argv:
         output, code = run_legacy_plugin(argv[0], text, root)

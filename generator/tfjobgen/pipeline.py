@@ -11,19 +11,16 @@ that Argo CD could prune against.
 
 from __future__ import annotations
 
-import errno
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends, container, labels, lifecycle, limits, model, names, plan, qos, schema, source, topology, tuning
+from . import (backends, container, intents, labels, lifecycle, limits, model, names, plan, qos, schema, source,
+               topology, tuning)
+from . import profile as profile_rules
 from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND
-from . import profile as profile_rules
 from .profile import ClusterProfile, ProfileSource, cluster_profile, default_profile
-
-GROUP = model.API_VERSION.split("/")[0]
-
 
 # ---- load -------------------------------------------------------------------
 
@@ -37,56 +34,41 @@ class Intent:
 
     @property
     def ref(self) -> ResourceRef:
-        data = self.data if isinstance(self.data, dict) else {}
-        meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-        return ResourceRef(str(data.get("apiVersion", "")), str(data.get("kind", "")),
-                           str(meta.get("name", "")), str(meta.get("namespace", "")))
+        return intents.ref_of(self.data)
+
+    @property
+    def name(self) -> str:
+        return self.ref.name
+
+    @property
+    def namespace(self) -> str:
+        return self.ref.namespace
+
+    @property
+    def line(self) -> int:
+        """The line of metadata.name (0 when the intent came without its file)."""
+        return self.document.line_of("metadata.name") if self.document else 0
 
     def locate(self, problem: Problem) -> Problem:
         line = self.document.line_of(problem.field) if self.document else 0
         return problem.located(self.file, line, self.ref)
 
 
-def kind_of(document: Any) -> str:
-    """'intent', 'profile' or 'other' for one parsed document."""
-    if not isinstance(document, dict):
-        return "other"
-    api_version, kind = str(document.get("apiVersion", "")), document.get("kind")
-    ours = api_version.split("/")[0] == GROUP
-    if ours and kind == PROFILE_KIND:
-        return "profile"
-    if kind == model.KIND or ours:
-        return "intent"  # a wrong version or kind of ours is reported by the schema
-    return "other"
+def load_intents(paths: list[str], relative_to: str | None = None) -> tuple[list[Intent], list[Problem]]:
+    """The intents in files and folders, and problems of files that could not be read or parsed.
 
-
-def intent_files(paths: list[str]) -> list[str]:
-    """Files named, and YAML files under folders named (kustomization files excluded), sorted."""
-    found = []
-    for path in paths:
-        if os.path.isdir(path):
-            for folder, subfolders, names in os.walk(path):
-                subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
-                found += [os.path.join(folder, n) for n in sorted(names)
-                          if n.endswith((".yaml", ".yml")) and not n.startswith("kustomization.")]
-        elif os.path.isfile(path):
-            found.append(path)
-        else:
-            raise FileNotFoundError(errno.ENOENT, "no such file or folder", path)
-    return found
-
-
-def load_intents(paths: list[str]) -> tuple[list[Intent], list[Problem]]:
-    """The intents in files and folders, and problems of files that could not be read or parsed."""
-    intents, problems = [], []
-    for path in intent_files(paths):
+    Files are named as given, or relative to `relative_to` (a repository root) with '/'.
+    """
+    found, problems = [], []
+    for path in intents.files(paths):
+        shown = os.path.relpath(path, relative_to).replace(os.sep, "/") if relative_to else path
         try:
-            documents = source.parse_documents(source.read_text(path), path)
+            documents = source.parse_file(path, shown)
         except InvalidInput as err:
             problems += err.problems
             continue
-        intents += [Intent(d.data, path, d) for d in documents if kind_of(d.data) == "intent"]
-    return intents, problems
+        found += [Intent(d.data, shown, d) for d in documents if intents.is_intent(d.data)]
+    return found, problems
 
 
 def load_profile(path: str | None) -> ClusterProfile:
@@ -94,7 +76,7 @@ def load_profile(path: str | None) -> ClusterProfile:
     if path is None:
         return default_profile()
     documents = source.parse_documents(source.read_text(path), path)
-    found = [d for d in documents if kind_of(d.data) == "profile"]
+    found = [d for d in documents if intents.kind_of(d.data) == "profile"]
     if len(found) != 1:
         raise InvalidInput([Problem(
             f"expected one {PROFILE_KIND} (apiVersion {model.API_VERSION}), found {len(found)}", file=path)])
@@ -108,7 +90,7 @@ def profile_from(data: dict, file: str = "", document: source.Document | None = 
     if problems:
         raise InvalidInput([
             p.located(file, document.line_of(p.field) if document else 0,
-                      ResourceRef(model.API_VERSION, PROFILE_KIND, str(data.get("metadata", {}).get("name", ""))))
+                      ResourceRef(model.API_VERSION, PROFILE_KIND, intents.ref_of(data).name))
             for p in problems])
     return cluster_profile(data, ProfileSource(file, document))
 
@@ -148,28 +130,16 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
     return (None if has_errors(problems) else job), problems
 
 
-def duplicates(intents: list[Intent]) -> list[Problem]:
-    """A job name used by more than one intent of the build, in any namespaces.
+def duplicates(found: list[Intent]) -> list[Problem]:
+    """A job name used by more than one intent of the build, in any namespaces (intents.duplicate_names)."""
+    return intents.duplicate_names(found)
 
-    Names are unique in the repository, not just per namespace: a job is known by its
-    name in reviews and diffs, and a name that reappears elsewhere is how a job would
-    silently move namespace.
-    """
-    first: dict[str, Intent] = {}
-    problems = []
-    for intent in intents:
-        ref = intent.ref
-        if ref.name in first:
-            other = first[ref.name]
-            where = f"{other.file}:{other.document.start_line}" if other.file and other.document else other.file
-            same = other.ref.namespace == ref.namespace
-            problems.append(intent.locate(Problem(
-                f"job name '{ref.name}' is already used" + (f" by {where}" if where else "")
-                + ("" if same else f" (in namespace {other.ref.namespace})")
-                + ": job names must be unique in the repository", "metadata.name")))
-        else:
-            first[ref.name] = intent
-    return problems
+
+def no_jobs(objects: int) -> Problem:
+    """A build without a single intent, refused unless the profile allows it."""
+    return Problem(f"no TrainingJob among the {objects} objects of this build; refusing to emit a set without jobs "
+                   "(Argo CD would prune every running job). Set allowNoJobs: true in the ClusterProfile if that "
+                   "is what you mean")
 
 
 # ---- plan, render -------------------------------------------------------------
@@ -230,9 +200,8 @@ def collisions(expanded: list[list[dict]], intents: list[Intent], others: list[d
 
 
 def _identity(obj: Any) -> tuple:
-    meta = obj.get("metadata", {}) if isinstance(obj, dict) else {}
-    meta = meta if isinstance(meta, dict) else {}
-    return (obj.get("kind", "") if isinstance(obj, dict) else "", meta.get("namespace", ""), meta.get("name", ""))
+    ref = intents.ref_of(obj)  # text whatever the document holds
+    return (ref.kind, ref.namespace, ref.name)
 
 
 def _sorted(problems: list[Problem]) -> list[Problem]:

@@ -114,6 +114,7 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
         "command": container.command(job),
         "env": tuning.env(job, profile, naming, role, index),
         "image": container.image(job, profile),
+        "imagePullPolicy": container.PULL_POLICY,
         "name": contract.CONTAINER_NAME,
         "ports": container.ports(job, profile, naming),
         "securityContext": container.security_context(job),

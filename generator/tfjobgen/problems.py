@@ -23,6 +23,11 @@ class ResourceRef:
     name: str
     namespace: str = ""
 
+    def describe(self) -> str:
+        """`Kind namespace/name` as far as they are known, for a problem of an object without a file."""
+        name = f"{self.namespace}/{self.name}" if self.namespace and self.name else self.name
+        return " ".join(p for p in (self.kind or "object", name) if p)
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -48,8 +53,7 @@ class Problem:
 
     def format(self) -> str:
         """One line: `file:line: [warning: ]field: message`."""
-        where = self.file or (f"{self.ref.kind} {self.ref.namespace + '/' if self.ref.namespace else ''}"
-                              f"{self.ref.name}" if self.ref else "")
+        where = self.file or (self.ref.describe() if self.ref else "")
         if where and self.line:
             where = f"{where}:{self.line}"
         parts = [p for p in (where, "warning" if self.severity == WARNING else "", self.field) if p]
@@ -73,6 +77,17 @@ def field_path(*parts: str | int) -> str:
         else:
             out += f".{part}" if out else part
     return out
+
+
+def distinct(problems: list[Problem]) -> list[Problem]:
+    """Each problem once (the same problem may come from several builds of one source), in order."""
+    seen, unique = set(), []
+    for problem in problems:
+        key = (problem.severity, problem.file, problem.line, problem.field, problem.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(problem)
+    return unique
 
 
 def has_errors(problems: list[Problem]) -> bool:

@@ -8,6 +8,7 @@ keys are errors instead of silently keeping the last one.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -81,11 +82,30 @@ def parse_documents(text: str, source: str) -> list[Document]:
             builder = _Builder(source)
             data = builder.build(node, (), 0)
             documents.append(Document(data, source, len(documents), node.start_mark.line + 1, builder.lines))
-    except yaml.MarkedYAMLError as err:
-        raise InvalidInput([_syntax_problem(err, source)]) from None
+    except yaml.YAMLError as err:
+        raise InvalidInput([_yaml_problem(err, text, source)]) from None
     finally:
         loader.dispose()
     return documents
+
+
+def parse_file(path: str, source: str) -> list[Document]:
+    """The documents of a file (`source`: its name in messages), parsed once while the file is unchanged.
+
+    tfjobgen hydrate and diff read every job file several times (the inventory of jobs, each overlay's
+    layout, validation); with a thousand jobs, parsing them once is seconds saved. Callers only read
+    what they get: everything that changes a document works on a copy (schema.with_defaults).
+    """
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return parse_documents(read_text(path), source)  # read_text says why it cannot be read
+    return list(_parsed(path, source, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=8192)
+def _parsed(path: str, source: str, mtime_ns: int, size: int) -> tuple[Document, ...]:
+    return tuple(parse_documents(read_text(path), source))
 
 
 def parse_stream(text: str, source: str) -> list[Any]:
@@ -95,12 +115,21 @@ def parse_stream(text: str, source: str) -> list[Any]:
     _refuse_deep_nesting(text, source)
     try:
         documents = [d for d in yaml.load_all(text, Loader=Loader) if d is not None]
-    except yaml.MarkedYAMLError as err:
-        raise InvalidInput([_syntax_problem(err, source)]) from None
     except yaml.YAMLError as err:
-        raise InvalidInput([Problem(f"YAML: {err}", file=source)]) from None
+        raise InvalidInput([_yaml_problem(err, text, source)]) from None
     _refuse_shared_nodes(documents, source)
     return documents
+
+
+def _yaml_problem(err: yaml.YAMLError, text: str, source: str) -> Problem:
+    """One located line for anything libyaml refuses."""
+    if isinstance(err, yaml.MarkedYAMLError):
+        return _syntax_problem(err, source)
+    if isinstance(err, yaml.reader.ReaderError):  # a character YAML does not allow, such as a control code
+        line = text[:max(err.position, 0)].count("\n") + 1
+        return Problem(f"YAML does not allow the character U+{err.character:04X}" if isinstance(err.character, int)
+                       else "YAML does not allow a character of this text", file=source, line=line)
+    return Problem("YAML: " + " ".join(str(err).split()), file=source)
 
 
 def _syntax_problem(err: yaml.MarkedYAMLError, source: str) -> Problem:
@@ -130,8 +159,8 @@ def _refuse_deep_nesting(text: str, source: str) -> None:
                         f"nested more than {MAX_DEPTH} levels deep", file=source, line=event.start_mark.line + 1)])
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
-    except yaml.MarkedYAMLError as err:
-        raise InvalidInput([_syntax_problem(err, source)]) from None
+    except yaml.YAMLError as err:
+        raise InvalidInput([_yaml_problem(err, text, source)]) from None
 
 
 def _refuse_shared_nodes(documents: list[Any], source: str) -> None:

@@ -111,7 +111,7 @@ def polling_cores(job: TrainingJob, role: str) -> int:
 def star_server_cores(job: TrainingJob) -> tuple[int, int]:
     """(PS, worker) network threads: the intent's, else min(8, connections) / min(2, PS), within CPUs."""
     star = job.star_server
-    connections_per_ps = sum(job.roles[r].replicas for r in ("worker", "chief") if r in job.roles)
+    connections_per_ps = sum(job.roles[r].replicas for r in contract.TRAINER_ROLES if r in job.roles)
     ps_cores = star.ps_network_cores or min(8, connections_per_ps, qos.cpu_budget(job, "ps"))
     worker_cores = star.worker_network_cores or min(2, job.roles["ps"].replicas, qos.cpu_budget(job, "worker"))
     return ps_cores, worker_cores

@@ -192,38 +192,51 @@ def _key_order(keys: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(keys, key=go_key_order))  # cached: thousands of objects share a few dict shapes
 
 
-_quoted = functools.lru_cache(maxsize=1 << 16)(needs_quotes)
 _PLAIN, _QUOTED, _TYPED = (True, True), (False, True), (True, False)  # (plain implicit, quoted implicit)
 _INF_NAN = {math.inf: ".inf", -math.inf: "-.inf"}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _string_event(value: str) -> yaml.ScalarEvent:
+    """The event of one string (cached: the emitter only reads events, and keys and values repeat a lot)."""
+    if "\n" in value:
+        return yaml.ScalarEvent(None, None, _PLAIN, value, style="|")
+    if needs_quotes(value):
+        return yaml.ScalarEvent(None, None, _QUOTED, value, style='"')
+    # plain where libyaml can, else it picks single quotes, as go-yaml's emitter does
+    return yaml.ScalarEvent(None, None, _PLAIN, value)
+
+
+_MAPPING = {True: yaml.MappingStartEvent(None, None, True, flow_style=True),  # {} for an empty mapping
+            False: yaml.MappingStartEvent(None, None, True, flow_style=False)}
+_SEQUENCE = {True: yaml.SequenceStartEvent(None, None, True, flow_style=True),
+             False: yaml.SequenceStartEvent(None, None, True, flow_style=False)}
+_MAPPING_END, _SEQUENCE_END = yaml.MappingEndEvent(), yaml.SequenceEndEvent()
+_TRUE, _FALSE, _NULL = (yaml.ScalarEvent(None, None, _TYPED, text) for text in ("true", "false", "null"))
 
 
 def _events(value, emit) -> None:
     """Feed libyaml the events of one value, choosing each scalar's style as go-yaml does."""
     kind = type(value)
     if kind is str:
-        if "\n" in value:
-            emit(yaml.ScalarEvent(None, None, _PLAIN, value, style="|"))
-        elif _quoted(value):
-            emit(yaml.ScalarEvent(None, None, _QUOTED, value, style='"'))
-        else:  # plain where libyaml can, else it picks single quotes, as go-yaml's emitter does
-            emit(yaml.ScalarEvent(None, None, _PLAIN, value))
+        emit(_string_event(value))
     elif kind is dict:
-        emit(yaml.MappingStartEvent(None, None, True, flow_style=not value))
+        emit(_MAPPING[not value])
         for key in _key_order(tuple(value)):
             _events(key, emit)
             _events(value[key], emit)
-        emit(yaml.MappingEndEvent())
+        emit(_MAPPING_END)
     elif kind is list:
-        emit(yaml.SequenceStartEvent(None, None, True, flow_style=not value))
+        emit(_SEQUENCE[not value])
         for item in value:
             _events(item, emit)
-        emit(yaml.SequenceEndEvent())
+        emit(_SEQUENCE_END)
     elif kind is bool:
-        emit(yaml.ScalarEvent(None, None, _TYPED, "true" if value else "false"))
+        emit(_TRUE if value else _FALSE)
     elif kind is int:
         emit(yaml.ScalarEvent(None, None, _TYPED, str(value)))
     elif value is None:
-        emit(yaml.ScalarEvent(None, None, _TYPED, "null"))
+        emit(_NULL)
     elif kind is float:
         text = ".nan" if value != value else _INF_NAN.get(value, repr(value))
         emit(yaml.ScalarEvent(None, None, _TYPED, text))

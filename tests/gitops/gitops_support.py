@@ -18,9 +18,10 @@ from pathlib import Path
 
 import yaml
 
-from conftest import REPO, need
+from conftest import REPO, need, uses
 
-CRD_DIR = REPO.parent / "shared" / "crds"
+# ../shared/crds beside the repository (where CI fetches them), or TFJOBGEN_CRD_DIR (a worktree elsewhere).
+CRD_DIR = Path(os.environ.get("TFJOBGEN_CRD_DIR") or REPO.parent / "shared" / "crds")
 PLUGIN_YAML = REPO / "argocd" / "plugin" / "plugin.yaml"
 # Small jobs that still cover the overlays' patches (prod-96c patches wide-deep) and pools (deeprec-ctr).
 SMALL_JOBS = ("deeprec-starserver.yaml", "scene2-case1.yaml", "wide-deep.yaml")
@@ -31,7 +32,8 @@ PYTHON_BIN = str(Path(sys.executable).parent)
 def crd_dir() -> Path:
     """../shared/crds, or skip (fail under .ci/run) when it is absent."""
     return Path(need("upstream CRDs", str(CRD_DIR) if CRD_DIR.is_dir() else None,
-                     f"expected the upstream CRD folder at {CRD_DIR} (../shared/crds from the repository root)"))
+                     f"expected the upstream CRD folder at {CRD_DIR} (../shared/crds from the repository root, "
+                     "or set TFJOBGEN_CRD_DIR)"))
 
 
 def copy_repo(destination: Path, jobs: tuple[str, ...] | None = SMALL_JOBS) -> Path:
@@ -58,6 +60,7 @@ def write_job_list(repo: Path) -> None:
         + "".join(f"- {n}\n" for n in names))
 
 
+@uses("git")
 def git(repo: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.com",
            "GIT_COMMITTER_NAME": "test", "GIT_COMMITTER_EMAIL": "test@example.com", "GIT_CONFIG_GLOBAL": os.devnull,
@@ -76,6 +79,7 @@ def commit_all(repo: Path, message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
+@uses("kubectl")  # hydrate and diff build overlays
 def tfjobgen(repo: Path, *args: str) -> subprocess.CompletedProcess:
     """The installed CLI (the package under test), run in `repo` as a user would."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "generator"), "PATH": PYTHON_BIN + os.pathsep + os.environ["PATH"]}
@@ -83,6 +87,7 @@ def tfjobgen(repo: Path, *args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=300)
 
 
+@uses("kubectl")
 def kustomize_shim(folder: Path) -> Path:
     """A folder with `kustomize`: a real one if on PATH, else one forwarding `build ARGS` to `kubectl kustomize ARGS`.
 
@@ -110,6 +115,7 @@ def strip_exec_bits(folder: Path) -> None:
             path.chmod(0o644)
 
 
+@uses("kubectl")
 def run_cmp_generate(app_dir: Path, repo_root: Path, shim: Path, env: dict | None = None):
     """plugin.yaml's generate command, run the way argocd-cmp-server runs it."""
     spec = yaml.safe_load(PLUGIN_YAML.read_text())["spec"]["generate"]
@@ -143,10 +149,10 @@ def documents(text: str) -> list[str]:
 
 
 @functools.cache
-def committed_rendered_documents(overlay: str) -> tuple[str, ...]:
-    """The YAML documents of this repository's rendered/<overlay>/ (read once per test session)."""
-    return tuple(d for path in sorted((REPO / "rendered" / overlay).rglob("*.yaml"))
-                 for d in documents(path.read_text()))
+def committed_rendered_documents(overlay: str, namespace: str = "") -> tuple[str, ...]:
+    """The YAML documents of this repository's rendered/<overlay>/[<namespace>/] (read once per test session)."""
+    folder = REPO / "rendered" / overlay / namespace if namespace else REPO / "rendered" / overlay
+    return tuple(d for path in sorted(folder.rglob("*.yaml")) for d in documents(path.read_text()))
 
 
 @functools.cache

@@ -9,7 +9,6 @@ substituted into the template.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import subprocess
 
@@ -48,20 +47,26 @@ def one(objects, kind):
 
 
 def applications(appset: dict) -> list[dict]:
-    """What the ApplicationSet controller makes: one Application per directory its git generator matches."""
-    git = appset["spec"]["generators"][0]["git"]
-    assert appset["spec"]["goTemplate"] is True
-    paths = sorted(p.relative_to(REPO).as_posix() for p in REPO.glob("*/*") if p.is_dir()
-                   and any(fnmatch.fnmatchcase(p.relative_to(REPO).as_posix(), d["path"])
-                           for d in git["directories"] if not d.get("exclude")))
+    """What the ApplicationSet controller makes: one Application per element of its list generator.
+
+    Its go template's parameters are the element's keys (Generators-List.md); the template is
+    filled in the way the controller does, and any parameter left over is a failure.
+    """
+    [generator] = appset["spec"]["generators"]
+    assert appset["spec"]["goTemplate"] is True and "missingkey=error" in appset["spec"]["goTemplateOptions"]
     made = []
-    for path in paths:
-        params = {".path.path": path, ".path.basename": path.rsplit("/", 1)[-1]}
+    for element in generator["list"]["elements"]:
+        params = {f".{key}": value for key, value in element.items()}
         text = yaml.safe_dump(appset["spec"]["template"])
         text = re.sub(r"\{\{\s*(\.[\w.]+)\s*\}\}", lambda m, p=params: p[m.group(1)], text)
         assert "{{" not in text, f"template parameter left unexpanded: {text}"
         made.append({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", **yaml.safe_load(text)})
     return made
+
+
+def teams() -> set[tuple[str, str]]:
+    """(cluster, namespace) of every job of every cluster, from the committed rendered/ tree."""
+    return {(overlay, o["metadata"]["namespace"]) for overlay in OVERLAYS for o in committed_rendered(overlay)}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -77,27 +82,37 @@ def test_every_argocd_object_matches_its_upstream_crd(built, schemas, mode):
 def test_the_crd_check_catches_a_misspelt_field(built, schemas):
     appset = yaml.safe_load(yaml.safe_dump(one(built["plugin"], "ApplicationSet")))
     appset["spec"]["template"]["spec"]["syncPolicy"]["automated"]["prunee"] = True
-    appset["spec"]["generators"][0]["git"]["directories"][0]["path"] = 7
+    appset["spec"]["template"]["spec"]["source"]["path"] = 7
     errors = crds.crd_errors(appset, schemas)
     assert any("'prunee' was unexpected" in e for e in errors), errors
     assert any("7 is not of type 'string'" in e for e in errors), errors
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_one_application_per_cluster_synced_safely(built, mode):
+def test_one_application_per_cluster_and_team_synced_safely(built, mode):
     appset = one(built[mode], "ApplicationSet")
     apps = applications(appset)
-    assert sorted(a["metadata"]["name"] for a in apps) == sorted(f"tfjobgen-{o}" for o in OVERLAYS)
+    assert sorted(a["metadata"]["name"] for a in apps) == sorted(f"tfjobgen-{c}-{n}" for c, n in teams()), \
+        "one Application for each cluster and namespace jobs run in, from the AppProject's destinations"
+    project = one(built[mode], "AppProject")
     for app in apps:
-        cluster = app["metadata"]["name"].removeprefix("tfjobgen-")
+        name = app["metadata"]["name"]
+        assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", name) and len(name) <= 63, \
+            f"{name}: Argo CD labels and annotates objects with the Application's name"
         spec = app["spec"]
-        assert spec["destination"] == {"name": cluster}
+        cluster, namespace = spec["destination"]["name"], spec["destination"]["namespace"]
+        assert {"name": cluster, "namespace": namespace} in project["spec"]["destinations"]
         assert spec["project"] == "tfjobgen"
-        assert (REPO / spec["source"]["path"]).is_dir()
-        assert spec["source"]["repoURL"] == "https://github.com/example-org/tfjobgen.git"  # from settings.yaml
+        source = spec["source"]
+        assert source["path"] == (f"rendered/{cluster}/{namespace}" if mode == "rendered" else f"overlays/{cluster}")
+        assert (REPO / source["path"]).is_dir()
+        if mode == "plugin":
+            assert source["plugin"]["env"] == [{"name": "NAMESPACE", "value": namespace}]
+        assert source["repoURL"] == "https://github.com/example-org/tfjobgen.git"  # from settings.yaml
         sync = spec["syncPolicy"]
         assert sync["automated"] == {"prune": True, "selfHeal": True, "allowEmpty": False}
         assert "ApplyOutOfSyncOnly=true" in sync["syncOptions"], "unchanged running jobs must never be replaced"
+        assert "FailOnSharedResource=true" in sync["syncOptions"], "no object belongs to two teams' Applications"
         assert not any(o.startswith(("PruneLast", "Replace", "Force")) for o in sync["syncOptions"]), \
             "app-wide PruneLast waits for running jobs to finish; Replace/Force belong on Jobs only"
         assert sync["retry"]["limit"] >= 1 and sync["retry"]["backoff"]["factor"] >= 2
@@ -107,17 +122,19 @@ def test_one_application_per_cluster_synced_safely(built, mode):
 def test_the_two_modes_differ_only_in_where_the_yaml_comes_from(built):
     rendered, plugin = (one(built[m], "ApplicationSet") for m in MODES)
     assert rendered["metadata"] == plugin["metadata"], "same name: switching modes updates the Applications"
-    assert rendered["spec"]["generators"][0]["git"]["directories"] == [{"path": "rendered/*"}]
-    assert plugin["spec"]["generators"][0]["git"]["directories"] == [{"path": "overlays/*"}]
+    assert rendered["spec"]["generators"] == plugin["spec"]["generators"]
     r_source = rendered["spec"]["template"]["spec"].pop("source")
     p_source = plugin["spec"]["template"]["spec"].pop("source")
     assert rendered["spec"]["template"] == plugin["spec"]["template"]
     assert r_source.pop("directory") == {"recurse": True}
+    assert (r_source.pop("path"), p_source.pop("path")) == ("rendered/{{.name}}/{{.namespace}}", "overlays/{{.name}}")
     plugin_yaml = yaml.safe_load((ARGOCD / "plugin" / "plugin.yaml").read_text())
-    assert p_source.pop("plugin") == {"name": f"{plugin_yaml['metadata']['name']}-{plugin_yaml['spec']['version']}"}
+    assert p_source.pop("plugin") == {"name": f"{plugin_yaml['metadata']['name']}-{plugin_yaml['spec']['version']}",
+                                      "env": [{"name": "NAMESPACE", "value": "{{.namespace}}"}]}
     assert r_source == p_source
 
 
+@pytest.mark.slow  # reads every cluster's rendered manifests
 def test_the_project_permits_what_every_cluster_renders_and_nothing_cluster_scoped():
     project = next(p for p in policy.projects(REPO) if p.name == "tfjobgen")
     assert project.spec["clusterResourceWhitelist"] == []
@@ -197,6 +214,7 @@ def test_the_health_patch_is_a_configmap_patch_for_argocd_cm():
                                      "resource.customizations.health.kubeflow.org_TFJob"]
 
 
+@pytest.mark.slow  # loads the upstream CRDs
 def test_custom_resources_are_validated_against_their_crd(schemas):
     """What `tfjobgen diff --crds` does for the planned backends' kinds: a misplaced field is an error
     (kubeflow/trainer#1241: cleanPodPolicy under spec instead of spec.runPolicy did nothing, silently)."""

@@ -1,24 +1,24 @@
-"""The pull-request workflow and the pre-commit hooks.
+"""The pull-request workflow and the pre-commit hooks, checked by running the tools.
 
-The workflow files are validated with check-jsonschema's built-in GitHub schema;
-the pre-commit hooks' commands are run, as pre-commit would run them, on a good
-and a bad job file (the hooks' upstream repository cannot be cloned here, so
-the test runs the same executables with the same arguments and file filters).
+The workflows go through check-jsonschema's GitHub workflow schema and every `run:` step through
+shellcheck (as bash, the shell GitHub's ubuntu runners use). The pre-commit hooks run through
+pre-commit itself, in a throwaway git repository, on a good and on a bad job file.
 """
 
 from __future__ import annotations
 
+import os
 import re
-import shlex
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import REPO, need
-from gitops_support import PYTHON_BIN, copy_repo
-from tfjobgen.gitops import diff
+from conftest import REPO, need, uses
+from gitops_support import PYTHON_BIN, commit_all, copy_repo
+from tfjobgen.gitops import tree
 
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.y*ml"))
 PRE_COMMIT = REPO / ".pre-commit-config.yaml"
@@ -36,80 +36,76 @@ def test_workflows_match_the_github_workflow_schema():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_the_pull_request_workflow_does_what_the_issue_lists():
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_every_shell_step_of_the_workflows_passes_shellcheck(workflow, tmp_path):
+    steps = [(job, step) for job, spec in yaml.safe_load(workflow.read_text())["jobs"].items()
+             for step in spec["steps"] if "run" in step]
+    assert steps, f"{workflow.name} has no shell step"
+    for number, (job, step) in enumerate(steps):
+        # ${{ ... }} is filled in by GitHub before bash sees the script: stand in a plain word for it.
+        script = re.sub(r"\$\{\{[^}]*\}\}", "GITHUB_EXPRESSION", step["run"])
+        path = tmp_path / f"{job}-{number}.sh"
+        path.write_text("#!/bin/bash\nset -eo pipefail\n" + script)  # GitHub runs `bash -e -o pipefail {0}`
+        proc = subprocess.run([tool("shellcheck"), "--severity=warning", str(path)], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, f"{workflow.name}, job {job}, step {step.get('name', number)}:\n{proc.stdout}"
+
+
+def test_the_gitops_workflow_runs_on_every_change_a_build_reads():
+    """A pull request touching anything `tfjobgen diff` builds from must get the diff comment."""
     workflow = yaml.safe_load((REPO / ".github" / "workflows" / "gitops.yml").read_text())
     triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
-    for folder in ("jobs/**", "overlays/**", "bases/**", "schemas/**", "generator/**"):
-        assert folder in triggers["pull_request"]["paths"]
-    steps = workflow["jobs"]["gitops"]["steps"]
-    script = "\n".join(str(s.get("run", "")) + str(s.get("with", {}).get("script", "")) for s in steps)
-    for command in ("make venv", "check-jsonschema --schemafile schemas/trainingjob.schema.json",
-                    "tfjobgen validate jobs/", "make build", "kubernetes-validate --strict",
-                    "tfjobgen hydrate --check", 'tfjobgen diff "origin/${{ github.base_ref }}" --crds ../shared/crds',
-                    "make test", "updateComment", "createComment"):
-        assert command in script, f"the workflow does not run {command!r}"
-    assert diff.MARKER in script, "the comment is found again by the marker tfjobgen diff writes"
-    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout@"))
+    for event in ("pull_request", "push"):
+        for name in tree.BUILD_INPUTS:
+            assert any(re.fullmatch(p.replace("**", ".*").replace("*", "[^/]*"), name + ("/x" if "." not in name
+                                                                                        else ""))
+                       for p in triggers[event]["paths"]), f"{event} does not run for changes to {name}"
+    checkout = next(s for s in workflow["jobs"]["gitops"]["steps"] if s.get("uses", "").startswith("actions/checkout@"))
     assert checkout["with"]["fetch-depth"] == 0, "tfjobgen diff reads the base branch from git"
-    assert workflow["jobs"]["gitops"]["permissions"]["pull-requests"] == "write"
-    for step in steps:
-        if "uses" in step:
-            assert re.search(r"@v\d+$", step["uses"]), f"pin {step['uses']} to a release"
 
 
-def test_pre_commit_config_is_valid():
-    proc = subprocess.run([tool("pre-commit"), "validate-config", str(PRE_COMMIT)], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+@uses("git")
+def _pre_commit(repo: Path, *files: str, path: str) -> subprocess.CompletedProcess:
+    """`pre-commit run --files ...` as a developer runs it, with its cache inside the test's folder."""
+    env = {"PATH": path, "HOME": str(repo.parent), "PRE_COMMIT_HOME": str(repo.parent / "pre-commit-cache"),
+           "PYTHONPATH": str(REPO / "generator"), "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+           "LANG": "C.UTF-8"}
+    return subprocess.run([tool("pre-commit"), "run", "--color", "never", "--files", *files], cwd=repo,
+                          capture_output=True, text=True, env=env, timeout=300)
 
 
-def hook_commands(files: list[str]) -> dict[str, list[str]]:
-    """Each hook's command line for these staged files, as pre-commit builds it (entry + args + files)."""
-    config = yaml.safe_load(PRE_COMMIT.read_text())
-    upstream_entries = {"check-jsonschema": [tool("check-jsonschema")]}  # their .pre-commit-hooks.yaml
-    commands = {}
-    for repository in config["repos"]:
-        for hook in repository["hooks"]:
-            if hook["id"] not in ("check-jsonschema", "tfjobgen-validate"):
-                continue
-            matched = [f for f in files if re.search(hook.get("files", ""), f)
-                       and not (hook.get("exclude") and re.search(hook["exclude"], f))]
-            if not matched:
-                continue
-            entry = upstream_entries.get(hook["id"]) or shlex.split(hook["entry"])
-            commands[hook["id"]] = entry + hook.get("args", []) + (matched if hook.get("pass_filenames", True)
-                                                                   else [])
-    return commands
-
-
-@pytest.mark.parametrize("good", [True, False])
-def test_pre_commit_hooks_on_a_good_and_a_bad_job_file(tmp_path, good):
+@pytest.fixture
+def repo(tmp_path):
+    """A small copy of the repository with its hooks, committed, and the repository's .venv beside it."""
     repo = copy_repo(tmp_path / "repo")
+    shutil.copy(PRE_COMMIT, repo)
     shutil.copy(REPO / "pyproject.toml", repo)
+    (repo / ".venv").symlink_to(Path(PYTHON_BIN).parent)  # what `make venv` leaves; the hooks prefer it
+    commit_all(repo, "base")
+    return repo
+
+
+def test_pre_commit_passes_a_good_job_file_with_nothing_but_the_venv(repo):
+    """No tfjobgen or check-jsonschema on PATH: the hooks find them in the repository's .venv."""
+    proc = _pre_commit(repo, "jobs/wide-deep.yaml", "jobs/kustomization.yaml", path="/usr/bin:/bin")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ran = {line.split("...")[0].strip() for line in proc.stdout.splitlines() if line.endswith("Passed")}
+    assert ran == {"job files match schemas/trainingjob.schema.json",
+                   "tfjobgen validate jobs/ (schema, cluster fit, unique names, listed in jobs/kustomization.yaml)"}
+
+
+def test_pre_commit_stops_a_bad_job_file_at_its_line(repo):
     job = repo / "jobs" / "wide-deep.yaml"
-    if not good:
-        job.write_text(job.read_text().replace("qos: cpuset", "qos: cpu-set"))
-    staged = ["jobs/wide-deep.yaml", "jobs/kustomization.yaml"]
-    commands = hook_commands(staged)
-    assert set(commands) == {"check-jsonschema", "tfjobgen-validate"}
-    assert "jobs/kustomization.yaml" not in commands["check-jsonschema"], "kustomization.yaml is not a job"
-    env = {"PATH": PYTHON_BIN + ":/usr/bin:/bin", "PYTHONPATH": str(REPO / "generator")}
-    for hook, command in commands.items():
-        proc = subprocess.run(command, cwd=repo, capture_output=True, text=True, env=env, timeout=120)
-        output = proc.stdout + proc.stderr
-        if good:
-            assert proc.returncode == 0, f"{hook}: {output}"
-        else:
-            assert proc.returncode != 0, f"{hook} accepted a bad job file"
-            assert "cpu-set" in output, f"{hook} should name the bad value: {output}"
-            if hook == "tfjobgen-validate":
-                assert "jobs/wide-deep.yaml:13: spec.qos:" in output
+    job.write_text(job.read_text().replace("qos: cpuset", "qos: cpu-set"))
+    proc = _pre_commit(repo, "jobs/wide-deep.yaml", path=f"{PYTHON_BIN}:/usr/bin:/bin")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.count("Failed") == 2, "both the schema hook and tfjobgen validate refuse it"
+    assert "jobs/wide-deep.yaml:13: spec.qos: \"cpu-set\" is not allowed; did you mean 'cpuset'?" in proc.stdout
 
 
-def test_tfjobgen_validate_hook_prefers_the_repository_venv():
-    """The local hook's entry runs .venv/bin/tfjobgen when `make venv` made one, else tfjobgen on PATH."""
-    hook = next(h for r in yaml.safe_load(PRE_COMMIT.read_text())["repos"] for h in r["hooks"]
-                if h["id"] == "tfjobgen-validate")
-    assert hook["pass_filenames"] is False, "validate sees all of jobs/ (duplicates, unlisted files)"
-    assert hook["args"] == ["validate", "jobs/"]
-    assert ".venv/bin/tfjobgen" in hook["entry"]
+def test_pre_commit_checks_a_changed_workflow(repo):
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    bad = repo / ".github" / "workflows" / "ci.yml"
+    bad.write_text("on: push\njobs:\n  test:\n    runs-on: ubuntu-24.04\n    step:\n    - run: make test\n")
+    proc = _pre_commit(repo, ".github/workflows/ci.yml", path=f"{PYTHON_BIN}:/usr/bin:/bin")
+    assert proc.returncode == 1 and "GitHub workflows match their schema" in proc.stdout, proc.stdout

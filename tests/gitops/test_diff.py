@@ -12,6 +12,7 @@ import re
 import pytest
 import yaml
 
+from conftest import uses
 from gitops_support import commit_all, copy_repo, git, tfjobgen, write_job_list
 from tfjobgen.gitops import diff
 
@@ -132,7 +133,11 @@ def test_two_jobs_with_one_name_are_an_error_even_in_different_namespaces(repo):
     proc = tfjobgen(repo, "diff", "main")
     assert proc.returncode == 1, proc.stdout
     assert_tables_are_well_formed(proc.stdout)
-    assert "job name 'wide-deep' is already used by jobs/wide-deep-copy.yaml" in proc.stdout
+    problem = "| error | `jobs/wide-deep.yaml:7` | `metadata.name` | job name 'wide-deep' is already used by " \
+              "jobs/wide-deep-copy.yaml:7 (in namespace placement-experiments)"
+    assert proc.stdout.count("job name 'wide-deep' is already used") == 1, "one rule, reported once"
+    assert problem in proc.stdout
+    assert proc.stderr.count("job name 'wide-deep' is already used") == 1
 
 
 def test_diff_outside_the_repository_root_says_where_to_run_it(tmp_path):
@@ -174,3 +179,50 @@ def test_the_report_folds_in_the_plan_of_each_added_or_changed_job(repo):
     added = folded[folded.index("#### Plan for `placement-experiments/ctr-small`"):]
     assert "- `spec.training.partitioner`: ps:1 would hold 94%" in added  # one PS of two carries the embedding
     assert "wide-deep" not in folded  # unchanged jobs get no plan
+
+
+# ---- building only what a change can affect --------------------------------------------------------
+
+def _affected(repo, tmp_path):
+    """diff.affected_files for the working tree against main, with main extracted as the diff extracts it."""
+    from tfjobgen.gitops import tree
+
+    commit = git(repo, "rev-parse", "main")
+    base = tmp_path / f"base-{len(list(tmp_path.glob('base-*')))}"
+    base.mkdir()
+    tree.extract_commit(repo, commit, base)
+    return diff.affected_files(repo, base, commit)
+
+
+@uses("kubectl")
+def _reports(repo, monkeypatch) -> tuple[str, str]:
+    """The report as `tfjobgen diff main` makes it, and the same report with every job built."""
+    selective = diff.to_markdown(diff.make_report(repo, "main"))
+    monkeypatch.setattr(diff, "affected_files", lambda *args: None)
+    everything = diff.to_markdown(diff.make_report(repo, "main"))
+    return selective, everything
+
+
+def test_a_change_to_one_job_builds_that_job_and_reports_what_a_full_build_reports(repo, monkeypatch, tmp_path):
+    edit(repo / "jobs" / "wide-deep.yaml", "worker: {replicas: 32,", "worker: {replicas: 40,")
+    add_job(repo, "ctr-small", "placement-experiments")
+    (repo / "jobs" / "scene2-case1.yaml").unlink()
+    write_job_list(repo)
+    assert _affected(repo, tmp_path) == {"jobs/wide-deep.yaml", "jobs/ctr-small.yaml", "jobs/scene2-case1.yaml"}
+    selective, everything = _reports(repo, monkeypatch)
+    assert selective == everything
+    assert "| seed-80c | 1 | 1 | 1 | 1 |" in selective
+
+
+def test_a_change_outside_the_job_files_builds_everything(repo, monkeypatch, tmp_path):
+    edit(repo / "overlays" / "prod-96c" / "kustomization.yaml", "value: 48", "value: 40")
+    assert _affected(repo, tmp_path) is None
+    git(repo, "checkout", "--", "overlays")
+    (repo / "jobs" / "kustomization.yaml").write_text((repo / "jobs" / "kustomization.yaml").read_text()
+                                                      + "commonLabels: {owner: ml}\n")
+    assert _affected(repo, tmp_path) is None, "a kustomization change beyond its resources"
+    git(repo, "checkout", "--", "jobs")
+    (repo / "README.md").write_text("docs only\n")
+    assert _affected(repo, tmp_path) == frozenset(), "nothing a build reads"
+    selective, everything = _reports(repo, monkeypatch)
+    assert selective == everything and "| seed-80c | 0 | 0 | 0 | 3 |" in selective

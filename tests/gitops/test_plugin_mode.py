@@ -11,6 +11,7 @@ exit and nothing on stdout, so Argo CD syncs nothing and prunes nothing.
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -59,18 +60,29 @@ def test_a_plain_build_of_that_checkout_fails_loudly(checkout, shim):
 
 
 def test_plugin_mode_and_rendered_mode_give_the_same_objects_for_the_same_commit(tmp_path, shim):
-    """Every overlay of the real repository: generate's output equals the committed rendered/ tree.
+    """Every cluster and team of the real repository: generate's output equals the committed rendered/ tree.
 
     (test_rendered_mode checks that rendered/ is what `tfjobgen hydrate` writes from these sources.)
     """
     repo = copy_repo(tmp_path / "repo", jobs=None)
     strip_exec_bits(repo)
     for overlay in OVERLAYS:
-        proc = run_cmp_generate(repo / "overlays" / overlay, repo, shim)
-        assert proc.returncode == 0, f"{overlay}: {proc.stderr}"
-        # Object by object, byte for byte (both modes write YAML with the same writer).
-        assert sorted(documents(proc.stdout)) == sorted(committed_rendered_documents(overlay)), \
-            f"{overlay}: plugin mode and rendered/ differ; if rendered/ is stale, run `tfjobgen hydrate`"
+        teams = sorted(p.name for p in (REPO / "rendered" / overlay).iterdir() if p.is_dir())
+        assert teams, f"rendered/{overlay} has no namespace folder"
+        for team in [*teams, ""]:  # each team's Application, and an Application without NAMESPACE: everything
+            proc = run_cmp_generate(repo / "overlays" / overlay, repo, shim,
+                                    env={"ARGOCD_ENV_NAMESPACE": team} if team else None)
+            assert proc.returncode == 0, f"{overlay} {team}: {proc.stderr}"
+            # Object by object, byte for byte (both modes write YAML with the same writer).
+            assert sorted(documents(proc.stdout)) == sorted(committed_rendered_documents(overlay, team)), \
+                f"{overlay} {team}: plugin mode and rendered/ differ; if rendered/ is stale, run `tfjobgen hydrate`"
+
+
+def test_a_team_without_jobs_on_a_cluster_gets_nothing_and_a_reason(checkout, shim):
+    proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim,
+                            env={"ARGOCD_ENV_NAMESPACE": "research"})
+    _refused(proc, "no TrainingJob of namespace research here", "remove that destination from "
+                                                                 "argocd/base/project.yaml")
 
 
 # ---- fail loud: nothing on stdout, a non-zero exit, a message that says why -------------------------
@@ -110,7 +122,7 @@ def test_refuses_an_empty_build(checkout, shim):
     (checkout / "overlays" / "seed-80c" / "kustomization.yaml").write_text(
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
     proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim)
-    _refused(proc, "kustomize printed no objects", "refusing an empty set")
+    _refused(proc, "kustomize build failed", "kustomization.yaml is empty", "refusing to hand this build to Argo CD")
 
 
 def test_refuses_a_build_without_jobs_even_with_its_transformer(checkout, shim):
@@ -157,12 +169,16 @@ def test_generate_needs_the_repository_layout(tmp_path, shim):
     _refused(proc, "no overlays/ and jobs/ at or above")
 
 
-def test_python_and_kustomize_are_what_the_sidecar_provides():
-    """generate calls only bash, python3 (with tfjobgen's dependencies), kustomize and coreutils."""
+def test_generate_runs_with_only_what_the_sidecar_provides(checkout, shim, tmp_path):
+    """bash, python3 with tfjobgen's dependencies, and kustomize: nothing else on PATH (no kubectl, no coreutils)."""
+    tools = tmp_path / "sidecar-bin"
+    tools.mkdir()
+    for name, target in (("bash", "/bin/bash"), ("python3", sys.executable), ("kustomize", shim / "kustomize")):
+        (tools / name).symlink_to(target)
+    for overlay in OVERLAYS:  # seed-80c needs no kustomize at all; prod-96c patches its jobs with kustomize
+        proc = run_cmp_generate(checkout / "overlays" / overlay, checkout, shim, env={"PATH": str(tools)})
+        assert proc.returncode == 0, proc.stderr
+        assert {o["kind"] for o in load_objects(proc.stdout)} == {"ConfigMap", "Service", "NetworkPolicy", "Job"}
     spec = yaml.safe_load((REPO / "argocd" / "plugin" / "plugin.yaml").read_text())["spec"]
     assert spec["preserveFileMode"] is True
-    script = spec["generate"]["args"][0]
-    assert script.startswith("set -euo pipefail"), "generate must fail when any part of its pipeline fails"
-    assert "kustomize build --enable-alpha-plugins ." in script
-    assert "python3 -m tfjobgen.gitops.deliver" in script
     need("bash", "/bin/bash")

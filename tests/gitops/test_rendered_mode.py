@@ -182,8 +182,9 @@ def test_two_job_files_with_the_same_name_are_refused(hydrated):
     copy["metadata"]["name"] = "wide-deep"
     (hydrated / "jobs" / "wide-deep-2.yaml").write_text(yaml.safe_dump(copy))
     write_job_list(hydrated)
-    refused(hydrated, "job name 'wide-deep' is already used by jobs/wide-deep-2.yaml:",
-            "(in namespace placement-experiments)")
+    proc = refused(hydrated, "job name 'wide-deep' is already used by jobs/wide-deep-2.yaml:",
+                   "(in namespace placement-experiments)")
+    assert proc.stderr.count("job name 'wide-deep' is already used") == 1, "one rule, reported once"
 
 
 def test_an_overlay_that_moves_a_job_to_another_namespace_is_refused(hydrated):

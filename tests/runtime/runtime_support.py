@@ -17,13 +17,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import REPO, need, tfjobgen_command
+from conftest import REPO, need, tfjobgen_command, uses
 from tfjobgen.local import processes
 
 JOBS = Path(__file__).resolve().parent / "jobs"
 RUN_DEADLINE = 150  # seconds: a backstop far above the 10-25 s these runs take
 
 
+@uses("tensorflow")
 def need_tensorflow() -> None:
     need("tensorflow", "tensorflow" if importlib.util.find_spec("tensorflow") else None,
          "install the runtime extra: pip install -e '.[runtime]'")
@@ -39,6 +40,7 @@ class LocalRun:
     seconds: float
 
 
+@uses("tensorflow")  # run-local starts its tasks as processes (TensorFlow, or the job's command)
 def run_local(job: Path | str, tmp_path: Path, *args: str, deadline: float = RUN_DEADLINE) -> LocalRun:
     work_dir = tmp_path / f"run-{time.time_ns()}"
     report = tmp_path / f"{work_dir.name}.json"

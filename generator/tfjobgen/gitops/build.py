@@ -1,4 +1,4 @@
-"""Build overlays the way `make build` does, with the generator of the tree being built.
+"""Build overlays the way `make build` does, with the generator of the tree being built, at any scale.
 
 `make build` runs `kubectl kustomize --enable-alpha-plugins overlays/<cluster>`
 with KUSTOMIZE_PLUGIN_HOME=plugins/, whose ClusterProfile plugin runs
@@ -10,7 +10,15 @@ differences that make a build depend on the tree alone:
 - the `tfjobgen` they call is the tree's own generator/ (a base commit is built
   with the generator it had, not with the one installed).
 
-The CMP plugin (argocd/plugin/plugin.yaml) does the same steps in shell.
+And one that makes it scale (layout.py reads the overlay to decide, docs/benchmarks.md
+measures it): an overlay that only expands its intents is expanded in-process,
+without kustomize, when the tree's generator is the one running; one whose
+transformations are all per object is built in shares of about two hundred
+objects, in parallel; anything else is built whole. Every way gives the same
+objects in kustomize's order (tests/gitops/test_build_modes.py), and a Selection
+builds only some namespaces or some job files.
+
+`tfjobgen build` (the Argo CD plugin) and `tfjobgen hydrate` both call build_overlays.
 """
 
 from __future__ import annotations
@@ -27,8 +35,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import source
-from ..problems import WARNING, InvalidInput, Problem
+from .. import emit, labels, pipeline, source
+from ..problems import WARNING, InvalidInput, Problem, distinct
+from . import layout as layouts
 from .tree import OVERLAYS
 
 BUILD_TIMEOUT_SECONDS = 600
@@ -49,6 +58,8 @@ class Build:
     overlay: str
     objects: list[dict] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    mode: str = ""  # DIRECT, INTENTS, SHARDS or WHOLE: how it was built
+    shards: int = 0  # kustomize runs it took
 
     @property
     def ok(self) -> bool:
@@ -70,18 +81,33 @@ def kustomize_command() -> list[str]:
     raise ToolMissing("building overlays needs kubectl (1.27 or later) or kustomize on PATH")
 
 
+# The ClusterProfile plugin of an "intents" build: it hands kustomize back what kustomize gave it, so
+# the build's output is exactly what tfjobgen's plugin would have received. (Python, not cat: the
+# Argo CD sidecar needs nothing but bash, python3 and kustomize.)
+_ECHO_PLUGIN = ("#!{python} -S\n# tfjobgen build: the objects as they reach the ClusterProfile transformer\n"
+                "import shutil, sys\nshutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)\n")
+_PROFILE_PLUGIN = ("tfjobgen.dev", "v1alpha1", "clusterprofile", "ClusterProfile")
+
+
 @contextmanager
-def plugin_environment(root: Path):
-    """Environment for kustomize: a private plugin home and a `tfjobgen` that runs root's generator."""
+def plugin_environment(root: Path, echo: bool = False):
+    """Environment for kustomize: a private plugin home and a `tfjobgen` that runs root's generator.
+
+    With `echo`, the ClusterProfile plugin only prints its input (the intents as kustomize made them).
+    """
     with tempfile.TemporaryDirectory(prefix="tfjobgen-plugins-") as scratch:
         home, bin_dir = Path(scratch, "plugins"), Path(scratch, "bin")
         if (root / "plugins").is_dir():
             shutil.copytree(root / "plugins", home)
-            for folder, _, names in os.walk(home):
-                for name in names:
-                    os.chmod(os.path.join(folder, name), 0o755)
         else:
             home.mkdir()
+        if echo:
+            plugin = home.joinpath(*_PROFILE_PLUGIN)
+            plugin.parent.mkdir(parents=True, exist_ok=True)
+            plugin.write_text(_ECHO_PLUGIN.format(python=sys.executable))
+        for folder, _, names in os.walk(home):
+            for name in names:
+                os.chmod(os.path.join(folder, name), 0o755)
         bin_dir.mkdir()
         generator = root / "generator"
         prefix = ""
@@ -95,30 +121,217 @@ def plugin_environment(root: Path):
         yield env
 
 
-def build_overlays(root: Path, overlays: list[str]) -> dict[str, Build]:
-    """Each overlay of `root` built (in parallel), by name."""
-    command = kustomize_command()
-    with plugin_environment(root) as env:
-        workers = max(1, min(len(overlays), os.cpu_count() or 1))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            builds = list(pool.map(lambda name: _build(root, name, command, env), overlays))
-    return {build.overlay: build for build in builds}
+@dataclass(frozen=True)
+class Selection:
+    """Which jobs a build is for: every one, or those of some namespaces and/or some job files."""
+
+    namespaces: frozenset[str] | None = None
+    files: frozenset[str] | None = None  # intent files, relative to the root
+
+    def picks(self, intent: pipeline.Intent) -> bool:
+        return ((self.namespaces is None or intent.namespace in self.namespaces)
+                and (self.files is None or intent.file in self.files))
+
+    def keeps(self, obj: dict, jobs: set[str]) -> bool:
+        """Whether an object of the build belongs to the selection (`jobs`: the names of the jobs picked)."""
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        if self.namespaces is not None and meta.get("namespace") not in self.namespaces:
+            return False
+        if self.files is not None:
+            found = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+            return found.get(labels.JOB) in jobs
+        return True
 
 
-def _build(root: Path, overlay: str, command: list[str], env: dict) -> Build:
-    build = Build(overlay)
-    directory = root / OVERLAYS / overlay
+EVERYTHING = Selection()
+
+
+# How an overlay is built (layout.py says what it needs; the tree's generator must be the running one to
+# expand in-process: a base commit brings its own):
+DIRECT = "direct"  # PASSIVE: the intent files expanded in-process, no kustomize
+INTENTS = "intents"  # up to BEFORE: one kustomize build that stops at the ClusterProfile, expanded in-process
+SHARDS = "shards"  # up to PER_OBJECT, another generator: kustomize with the plugin, on shares of the intents
+WHOLE = "whole"  # anything else: kustomize with the plugin, once, on the overlay as it is
+
+
+def mode_of(plan: layouts.Layout, in_process: bool) -> str:
+    if in_process and plan.need == layouts.PASSIVE:
+        return DIRECT
+    if in_process and plan.need <= layouts.BEFORE:
+        return INTENTS
+    if plan.need <= layouts.PER_OBJECT and plan.local:
+        return SHARDS
+    return WHOLE
+
+
+def build_overlays(root: Path, overlays: list[str], selection: Selection = EVERYTHING,
+                   mode: str | None = None) -> dict[str, Build]:
+    """Each overlay of `root` built, by name: the objects of the selected jobs, in kustomize's order.
+
+    `mode` builds every overlay that way instead of the cheapest one (the tests and the benchmark
+    compare the ways); ValueError if an overlay cannot be built that way.
+    """
+    plans = {name: layouts.read(root, f"{OVERLAYS}/{name}") for name in overlays}
+    in_process = _runs_this_generator(root)
+    modes = {name: mode_of(plan, in_process) for name, plan in plans.items()}
+    if mode:
+        for name, plan in plans.items():
+            allowed = {DIRECT: modes[name] == DIRECT, INTENTS: modes[name] in (DIRECT, INTENTS),
+                       SHARDS: plan.need <= layouts.PER_OBJECT and plan.local, WHOLE: True}[mode]
+            if not allowed:
+                raise ValueError(f"{OVERLAYS}/{name} cannot be built {mode}: {plan.reason or 'another generator'}")
+            modes[name] = mode
+    with plugin_environment(root) as env, plugin_environment(root, echo=True) as echo_env, \
+            tempfile.TemporaryDirectory(prefix="tfjobgen-shares-") as scratch:
+        runs: list[tuple[str, Path, Path, dict]] = []  # (overlay, tree root, overlay folder, environment)
+        for name, plan in plans.items():
+            picked = {intent.file for intent in plan.intents if selection.picks(intent)}
+            files = [f for f in plan.files() if f in picked]
+            shareable = plan.need <= layouts.PER_OBJECT and plan.local
+            if modes[name] == INTENTS and selection != EVERYTHING and shareable:
+                # Some jobs of a big tree (a team's Application, a diff): kustomize reads only their files.
+                folder = layouts.write_share(root, plan, files, Path(scratch, name),
+                                             with_others=selection.files is None)
+                runs.append((name, Path(scratch, name), folder, echo_env))
+            elif modes[name] in (INTENTS, WHOLE):
+                runs.append((name, root, root / OVERLAYS / name, echo_env if modes[name] == INTENTS else env))
+            elif modes[name] == SHARDS:
+                for index, share in enumerate(layouts.shares(plan, files)):
+                    folder = layouts.write_share(root, plan, share, Path(scratch, f"{name}-{index}"),
+                                                 with_others=index == 0 and selection.files is None)
+                    runs.append((name, Path(scratch, f"{name}-{index}"), folder, env))
+        command = kustomize_command() if runs else []
+        with ThreadPoolExecutor(max_workers=max(1, min(len(runs), os.cpu_count() or 1))) as pool:
+            pending = [(name, pool.submit(_kustomize, root, tree, folder, command, run_env))
+                       for name, tree, folder, run_env in runs]
+            builds = {name: _direct(root, plans[name], selection) for name in plans if modes[name] == DIRECT}
+            parts: dict[str, list[Build]] = {}
+            for name, future in pending:
+                parts.setdefault(name, []).append(future.result())
+    for name, plan in plans.items():
+        if modes[name] == INTENTS:
+            builds[name] = _expanded(root, plan, parts[name][0], selection)
+        elif modes[name] != DIRECT:
+            builds[name] = _merged(name, plan, parts[name], selection)
+        builds[name].mode = modes[name]
+    return {name: builds[name] for name in overlays}
+
+
+def _runs_this_generator(root: Path) -> bool:
+    """Whether expanding in-process uses the tree's own generator (a base commit brings another)."""
+    own = root / "generator" / "tfjobgen"
+    return not own.is_dir() or own.resolve() == Path(__file__).resolve().parents[1]
+
+
+def _direct(root: Path, plan: layouts.Layout, selection: Selection) -> Build:
+    """What kustomize would build from an overlay that only expands its intents, without kustomize."""
+    build = Build(plan.overlay.removeprefix(f"{OVERLAYS}/"))
     try:
-        proc = subprocess.run([*command, str(directory)], capture_output=True, text=True, cwd=root, env=env,
+        profile = pipeline.load_profile(str(root / plan.profile))
+    except InvalidInput as err:
+        build.problems = [_relative(p, root) for p in err.problems]
+        return build
+    found = [intent for intent in plan.intents if selection.picks(intent)]
+    if not found and not profile.allow_no_jobs:
+        build.problems = [_nothing_selected(selection, plan)]
+        return build
+    expansion = pipeline.expand(found, profile)
+    build.problems = expansion.problems
+    if expansion.ok:
+        build.objects = emit.kustomize_order([obj for objects in expansion.objects for obj in objects])
+    return build
+
+
+def _expanded(root: Path, plan: layouts.Layout, intents_build: Build, selection: Selection) -> Build:
+    """What kustomize would build, from its build that stopped at the ClusterProfile: the plugin's input.
+
+    tfjobgen's KRM function does in-process what the plugin would do with that input; kustomize's
+    only work after the plugin is to sort, which emit.kustomize_order does the same way.
+    """
+    from .. import intents, krm
+
+    build = Build(intents_build.overlay, shards=1, problems=list(intents_build.problems))
+    if not build.ok:
+        return build
+    try:
+        profile = pipeline.load_profile(str(root / plan.profile))
+    except InvalidInput as err:
+        build.problems = [_relative(p, root) for p in err.problems]
+        return build
+    written = {i.name for i in plan.intents if selection.picks(i)} if selection.files is not None else None
+    items = [item for item in intents_build.objects if not intents.is_intent(item) or (
+        (selection.namespaces is None or intents.ref_of(item).namespace in selection.namespaces)
+        and (written is None or intents.ref_of(item).name in written))]
+    jobs = {intents.ref_of(item).name for item in items if intents.is_intent(item)}
+    if not jobs and selection.namespaces is not None and not profile.allow_no_jobs:
+        build.problems.append(_nothing_selected(selection, plan))
+        return build
+    directory = root / plan.overlay
+    expanded, problems = krm.expand_items(items, profile, str(directory))
+    build.problems += [_from_patch(p, root, directory) for p in problems]
+    if build.ok:
+        build.objects = emit.kustomize_order([obj for obj in expanded if selection.keeps(obj, jobs)])
+    return build
+
+
+def _nothing_selected(selection: Selection, plan: layouts.Layout) -> Problem:
+    if selection.namespaces is None:
+        return pipeline.no_jobs(0)
+    return Problem(f"no TrainingJob of namespace {', '.join(sorted(selection.namespaces))} here: refusing "
+                   "an empty set (Argo CD would prune every running job of that team). When a team has no job left "
+                   "on a cluster, remove that destination from argocd/base/project.yaml", file=plan.overlay)
+
+
+def _relative(problem: Problem, root: Path) -> Problem:
+    if problem.file and Path(problem.file).is_absolute():
+        try:
+            return Problem(problem.message, problem.field, problem.severity,
+                           Path(problem.file).relative_to(root).as_posix(), problem.line, problem.ref)
+        except ValueError:
+            pass
+    return problem
+
+
+def _merged(name: str, plan: layouts.Layout, parts: list[Build], selection: Selection) -> Build:
+    """One build from the builds of its shares (or of the whole overlay): the selected jobs' objects, sorted."""
+    build = Build(name, shards=len(parts))
+    build.problems = distinct([p for part in parts for p in part.problems])  # shares report shared files alike
+    if not build.ok:
+        return build
+    jobs = {i.name for i in plan.intents if selection.picks(i)}
+    objects = [obj for part in parts for obj in part.objects if selection.keeps(obj, jobs)]
+    seen: dict[tuple, int] = {}
+    for obj in objects:  # what one kustomize build would refuse: two objects of one identity
+        key = (obj.get("apiVersion"), obj.get("kind"), (obj.get("metadata") or {}).get("namespace"),
+               (obj.get("metadata") or {}).get("name"))
+        seen[key] = seen.get(key, 0) + 1
+    twice = sorted(k for k, n in seen.items() if n > 1)
+    if twice:
+        build.problems += [Problem(f"two objects are {kind} {namespace}/{obj_name} ({api_version}); kustomize "
+                                   "refuses a build with one identity twice", file=build.path)
+                           for api_version, kind, namespace, obj_name in twice]
+        return build
+    build.objects = emit.kustomize_order(objects)
+    return build
+
+
+def _kustomize(root: Path, tree: Path, directory: Path, command: list[str], env: dict) -> Build:
+    """One kustomize run: of the overlay itself, or of a share's copy of it (`tree` is then the copy's root)."""
+    overlay = directory.name
+    build = Build(overlay)
+    real_directory = root / OVERLAYS / overlay
+    try:
+        proc = subprocess.run([*command, str(directory)], capture_output=True, text=True, cwd=tree, env=env,
                               timeout=BUILD_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
         build.problems.append(Problem(f"kustomize build took longer than {BUILD_TIMEOUT_SECONDS} s", file=build.path))
         return build
     if proc.returncode != 0:
-        build.problems = _stderr_problems(proc.stderr, root, directory, build.path)
+        build.problems = _stderr_problems(proc.stderr, root, real_directory, build.path)
         return build
     # A build that worked may still have warnings from tfjobgen on stderr.
-    build.problems = [_located_problem(m, root, directory) for m in map(_LOCATED.match, proc.stderr.splitlines()) if m]
+    build.problems = [_located_problem(m, root, real_directory) for m in map(_LOCATED.match, proc.stderr.splitlines())
+                      if m]
     try:
         build.objects = [d for d in source.parse_stream(proc.stdout, build.path) if isinstance(d, dict)]
     except InvalidInput as err:

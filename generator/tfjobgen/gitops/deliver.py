@@ -1,8 +1,8 @@
 """The last step before Argo CD: refuse a build that would prune running training, then annotate it.
 
-Both delivery modes end here: the CMP plugin pipes `kustomize build` into
-`python3 -m tfjobgen.gitops.deliver`, and `tfjobgen hydrate` calls deliver()
-on the same build, so Argo CD gets the same objects either way.
+Both delivery modes end here: `tfjobgen build` (what the CMP plugin runs) and
+`tfjobgen hydrate` call deliver() on the same build (hydrate.delivered), so Argo CD
+gets the same objects either way.
 
 Checks (each an error, so Argo CD gets nothing rather than a set it would prune against):
 
@@ -14,7 +14,7 @@ Checks (each an error, so Argo CD gets nothing rather than a set it would prune 
 
 Checks of the sources, run before the build's own (a failed build still gets them):
 
-- job names are unique in jobs/, across namespaces too (duplicate_names);
+- job names are unique in jobs/, across namespaces too (intents.duplicate_names);
 - a patch of the overlay that targets a job by name finds it (patch_problems).
 
 Annotations, on the objects that run pods (batch Jobs; TFJobs and JobSets later):
@@ -28,14 +28,12 @@ Annotations, on the objects that run pods (batch Jobs; TFJobs and JobSets later)
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 
-from .. import contract, emit, labels, source
+from .. import contract, intents, labels, model, source
 from ..problems import WARNING, InvalidInput, Problem
 from . import tree
 
@@ -74,7 +72,7 @@ def describe_object(obj: dict) -> str:
 
 def check(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> list[Problem]:
     """Everything that makes a build unsafe to hand to Argo CD (`overlay` names it in messages)."""
-    leftover = [o for o in objects if group_kind(o)[0] == tree.INTENT_GROUP]
+    leftover = [o for o in objects if intents.kind_of(o) != "other"]
     if leftover:
         shown = ", ".join(describe_object(o) for o in leftover[:3]) + (", ..." if len(leftover) > 3 else "")
         return [Problem(
@@ -107,30 +105,13 @@ def check(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> list[P
     return problems
 
 
-def duplicate_names(jobs: list[tree.JobFile]) -> list[Problem]:
-    """Two job files with the same name: an error, even in different namespaces."""
-    first: dict[str, tree.JobFile] = {}
-    problems = []
-    for job in jobs:
-        if job.name in first:
-            other = first[job.name]
-            also = "in the same namespace" if other.namespace == job.namespace else f"in namespace {other.namespace}"
-            problems.append(Problem(
-                f"job name '{job.name}' is already used by {other.where} ({also}): job names must be unique in "
-                "the repository, so that a job can never be mistaken for another or silently change namespace",
-                "metadata.name", file=job.file, line=job.line))
-        else:
-            first[job.name] = job
-    return problems
-
-
 def _namespace_problems(objects, jobs, namespaces, overlay) -> list[Problem]:
     problems = []
     written = {job.name: job for job in jobs}
     duplicated = {job.name for job in jobs if sum(other.name == job.name for other in jobs) > 1}
     for name, found in sorted(namespaces.items()):
         if name in duplicated:
-            continue  # two jobs of one name: duplicate_names reports it
+            continue  # two jobs of one name: intents.duplicate_names reports it
         if len(found) > 1:
             problems.append(Problem(
                 f"the objects of job '{name}' are split across namespaces {', '.join(sorted(found))}: a "
@@ -184,7 +165,8 @@ def patch_problems(root: Path, overlay: str, jobs: list[tree.JobFile]) -> list[P
     import re
 
     folder = root / overlay
-    path = next((folder / n for n in tree.KUSTOMIZATION_FILES if (folder / n).is_file()), None)
+    path = intents.kustomization_file(str(folder))
+    path = Path(path) if path else None
     if path is None or not jobs:
         return []
     relative = path.relative_to(root).as_posix()
@@ -196,7 +178,7 @@ def patch_problems(root: Path, overlay: str, jobs: list[tree.JobFile]) -> list[P
     problems = []
     for index, patch in enumerate(patches if isinstance(patches, list) else []):
         target = patch.get("target") if isinstance(patch, dict) else None
-        if not isinstance(target, dict) or target.get("kind") != tree.INTENT_KIND or not target.get("name"):
+        if not isinstance(target, dict) or target.get("kind") != model.KIND or not target.get("name"):
             continue
         if target.get("labelSelector") or target.get("annotationSelector"):
             continue
@@ -264,7 +246,7 @@ def deliver(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> tupl
     return annotate(objects), problems
 
 
-# ---- the CMP plugin's last step --------------------------------------------------------
+# ---- finding the repository -------------------------------------------------------------
 
 def find_root(start: Path) -> Path | None:
     """The nearest folder at or above `start` laid out like this repository."""
@@ -272,58 +254,3 @@ def find_root(start: Path) -> Path | None:
         if tree.is_tree(folder) and (folder / tree.JOBS).is_dir():
             return folder
     return None
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`kustomize build ... | python3 -m tfjobgen.gitops.deliver`: print the build only if it is safe."""
-    parser = argparse.ArgumentParser(
-        prog="python3 -m tfjobgen.gitops.deliver",
-        description="Check a kustomize build of an overlay (stdin) and print it for Argo CD, annotated; "
-                    "print nothing and exit 1 when it would prune running training.")
-    parser.add_argument("--repo", help="repository root (default: the nearest folder above with overlays/ and jobs/)")
-    parser.add_argument("--overlay", default=".", help="the overlay that was built (default: the current folder)")
-    args = parser.parse_args(argv)
-    try:
-        return _run(args)
-    except Exception as err:  # never a traceback in Argo CD's UI: one line that says what broke
-        print(f"tfjobgen deliver: internal error ({type(err).__name__}: {err}); nothing was printed", file=sys.stderr)
-        return 3
-
-
-def _run(args) -> int:
-    overlay_dir = Path(args.overlay).resolve()
-    root = Path(args.repo).resolve() if args.repo else find_root(overlay_dir)
-    if root is None:
-        print(f"tfjobgen deliver: no folder with overlays/ and jobs/ at or above {overlay_dir}", file=sys.stderr)
-        return 1
-    try:
-        overlay = overlay_dir.relative_to(root).as_posix()
-    except ValueError:
-        overlay = str(overlay_dir)
-    jobs, problems = tree.job_files(root)
-    problems += duplicate_names(jobs) + ([] if problems else patch_problems(root, overlay, jobs))
-    text = sys.stdin.read()
-    if not text.strip():
-        problems.append(Problem(
-            "kustomize printed no objects (if it failed, its error is above): refusing an empty set, which Argo CD "
-            "would prune every running job against", file=overlay))
-    try:
-        objects = [d for d in source.parse_stream(text, overlay) if isinstance(d, dict)]
-    except InvalidInput as err:
-        objects, problems = [], problems + err.problems
-    if not any(p.is_error for p in problems):
-        delivered, found = deliver(objects, jobs, overlay)
-        problems += found
-    for problem in problems:
-        print(problem.format(), file=sys.stderr)
-    errors = sum(p.is_error for p in problems)
-    if errors:
-        print(f"tfjobgen deliver: {errors} error(s); refusing to hand this build to Argo CD (nothing was printed)",
-              file=sys.stderr)
-        return 1
-    sys.stdout.write(emit.to_yaml(delivered))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import posixpath
 import subprocess
 import sys
 import tempfile
@@ -22,12 +23,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import describe, source
-from ..problems import WARNING, InvalidInput, Problem
+from .. import contract, describe, intents, source
+from ..problems import WARNING, InvalidInput, Problem, distinct
 from . import build, deliver, policy, tree
 
 MARKER = "<!-- tfjobgen-diff -->"
-ROLES = ("ps", "worker", "chief", "evaluator")  # the report's column order
 IGNORED_PATHS = {f"metadata.annotations.{deliver.REVISION}"}  # derived from the rest; shown as "restarts"
 MAX_PATHS = 6
 
@@ -44,24 +44,33 @@ class Side:
     objects: dict[str, list[dict]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     refused: set[str] = field(default_factory=set)  # built, but refused by the checks of deliver.py
+    unbuilt: int = 0  # jobs left out of the builds: the change cannot affect them
 
     @property
     def predates_project(self) -> bool:
         return not self.overlays and not self.jobs
 
 
-def load_side(root: Path, label: str) -> Side:
+def load_side(root: Path, label: str, files: frozenset[str] | None = None) -> Side:
+    """The tree at root built: every job, or only the jobs of `files` (the others cannot have changed)."""
     overlays = tree.overlay_names(root)
     jobs, problems = tree.job_files(root)
     readable = not problems  # an unreadable job file would make every patch of it look orphaned
-    side = Side(label, overlays, jobs, problems=problems + deliver.duplicate_names(jobs))
-    builds = build.build_overlays(root, overlays) if overlays else {}
+    side = Side(label, overlays, jobs, problems=problems + intents.duplicate_names(jobs))
+    built_jobs = jobs if files is None else [job for job in jobs if job.file in files]
+    side.unbuilt = len(jobs) - len(built_jobs)
+    selection = build.EVERYTHING if files is None else build.Selection(files=files)
+    wanted = overlays if files is None or built_jobs else []  # a side without the changed files builds nothing
+    builds = build.build_overlays(root, wanted, selection) if wanted else {}
     for overlay in overlays:
+        if overlay not in builds:
+            side.objects[overlay] = []
+            continue
         result = builds[overlay]
         side.problems += result.problems + (deliver.patch_problems(root, result.path, jobs) if readable else [])
         if not result.ok:
             continue
-        delivered, found = deliver.deliver(result.objects, jobs, result.path)
+        delivered, found = deliver.deliver(result.objects, built_jobs, result.path)
         side.problems += found
         if any(p.is_error for p in found):  # still worth showing; the report says Argo CD would get nothing
             side.refused.add(overlay)
@@ -70,18 +79,63 @@ def load_side(root: Path, label: str) -> Side:
     return side
 
 
-def intent_problems(root: Path) -> list[Problem]:
-    """What `tfjobgen validate jobs/` reports (with the embedded profile), with paths relative to root."""
-    from .. import pipeline, repo
+def affected_files(root: Path, base_root: Path, commit: str) -> frozenset[str] | None:
+    """The job files a change between `commit` and the working tree can affect; None: it can affect any job.
+
+    Only changes to jobs/ can be narrowed down: a changed or added or deleted job file affects its own
+    jobs, and a kustomization in jobs/ whose only change is its list of resources affects the files it
+    lists or stops listing. A change to overlays, bases, plugins, the schemas or the generator may
+    change every job, and so may a changed file in jobs/ that holds anything but TrainingJobs.
+    """
+    changed = tree.changed_paths(root, commit)
+    if changed is None:
+        return None
+    affected: set[str] = set()
+    for path in sorted(p for p in changed if p.split("/")[0] in tree.BUILD_INPUTS):
+        if path.split("/")[0] != tree.JOBS:
+            return None
+        folder, name = path.rpartition("/")[::2]
+        if name in intents.KUSTOMIZATION_FILES:
+            before, after = (intents.read_kustomization(str(r / folder)) or {} for r in (base_root, root))
+            if {k: v for k, v in before.items() if k != "resources"} != \
+                    {k: v for k, v in after.items() if k != "resources"}:
+                return None
+            listed = [{posixpath.normpath(f"{folder}/{e}") for e in (data.get("resources") or []) if isinstance(e, str)}
+                      for data in (before, after)]
+            affected |= listed[0] ^ listed[1]
+        else:
+            affected.add(path)
+    for path in affected:
+        for side in (base_root, root):
+            if (side / path).is_file() and not _only_intents(side / path):
+                return None
+    return frozenset(affected)
+
+
+def _only_intents(path: Path) -> bool:
+    try:
+        documents = source.parse_documents(source.read_text(str(path)), str(path))
+    except InvalidInput:
+        return True  # the build reports it, at its line
+    return all(intents.is_intent(d.data) for d in documents)
+
+
+def intent_problems(root: Path, files: frozenset[str] | None = None) -> list[Problem]:
+    """What `tfjobgen validate jobs/` reports (with the embedded profile), with paths relative to root.
+
+    With `files`, only the jobs in those files are checked (the others have not changed).
+    """
+    from .. import pipeline
 
     folder = root / tree.JOBS
     if not folder.is_dir():
         return []
-    intents, problems = pipeline.load_intents([str(folder)])
+    found, problems = pipeline.load_intents([str(folder)], relative_to=str(root))
+    found = [intent for intent in found if files is None or intent.file in files]
     # The embedded profile is no cluster's: its own rules are not this change's problems.
-    problems += [p for p in pipeline.expand(intents, pipeline.load_profile(None)).problems
-                 if not (p.ref and p.ref.kind == pipeline.PROFILE_KIND)]
-    problems += repo.unlisted_jobs([str(folder)])
+    problems += [p for p in pipeline.expand(found, pipeline.load_profile(None)).problems
+                 if not (p.ref and p.ref.kind == pipeline.PROFILE_KIND)] if found else []
+    problems += intents.unlisted([str(folder)])
     return [dataclasses.replace(p, file=Path(p.file).relative_to(root).as_posix())
             if Path(p.file).is_absolute() else p for p in problems]
 
@@ -217,13 +271,7 @@ class Report:
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
-    seen, unique = set(), []
-    for problem in problems:
-        key = (problem.severity, problem.file, problem.line, problem.field, problem.message)
-        if key not in seen:
-            seen.add(key)
-            unique.append(problem)
-    return sorted(unique, key=lambda p: (not p.is_error, p.file, p.line, p.field, p.message))
+    return sorted(distinct(problems), key=lambda p: (not p.is_error, p.file, p.line, p.field, p.message))
 
 
 def make_report(root: Path, base_ref: str, crd_dir: str | None = None) -> Report:
@@ -231,9 +279,10 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None) -> Report
     with tempfile.TemporaryDirectory(prefix="tfjobgen-base-") as scratch:
         base_root = Path(scratch)
         tree.extract_commit(root, commit, base_root)
-        base = load_side(base_root, f"{base_ref} ({commit[:8]})")
-    head = load_side(root, _head_label(root))
-    problems = list(head.problems) + intent_problems(root) + namespace_moves(base.jobs, head.jobs)
+        files = affected_files(root, base_root, commit)  # build only what the change can affect
+        base = load_side(base_root, f"{base_ref} ({commit[:8]})", files)
+    head = load_side(root, _head_label(root), files)
+    problems = list(head.problems) + intent_problems(root, files) + namespace_moves(base.jobs, head.jobs)
     clusters = []
     for overlay in sorted(set(base.overlays) | set(head.overlays)):
         old, new = base.objects.get(overlay, []), head.objects.get(overlay)
@@ -256,7 +305,7 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None) -> Report
         elif overlay not in base.objects:
             note = "the base revision does not build this overlay, so rows marked added may already run"
         changes = compare(old, new)
-        unchanged = len(describe.jobs(new)) - sum(c.change != "removed" for c in changes)
+        unchanged = len(describe.jobs(new)) - sum(c.change != "removed" for c in changes) + head.unbuilt
         keys = [c.key for c in changes if c.change != "removed"]
         clusters.append(Cluster(overlay, changes, unchanged, note, plans_of(root, overlay, head.jobs, keys)))
         for project in policy.projects(root):
@@ -285,8 +334,8 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
     for key in keys:
         if key not in files:
             continue
-        intents, _ = pipeline.load_intents([str(root / files[key])])
-        for intent in intents:
+        found, _ = pipeline.load_intents([str(root / files[key])])
+        for intent in found:
             if f"{intent.ref.namespace}/{intent.ref.name}" != key:
                 continue
             job, problems = pipeline.validate(intent, profile)
@@ -296,10 +345,8 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
 
 
 def _is_profile(path: Path) -> bool:
-    from .. import pipeline
-
     try:
-        return any(pipeline.kind_of(d.data) == "profile"
+        return any(intents.kind_of(d.data) == "profile"
                    for d in source.parse_documents(source.read_text(str(path)), str(path)))
     except InvalidInput:
         return False
@@ -348,7 +395,7 @@ def _row(change: JobChange) -> list[str]:
     old, new = change.old, change.new
     now = new or old
     cells = []
-    for role in ROLES:
+    for role in contract.TABLE_ROLES:
         before = describe.role_text(old.roles.get(role)) if old else "-"
         after = describe.role_text(new.roles.get(role)) if new else "-"
         cells.append(_change(before, after) if old and new else (after if new else before))

@@ -16,8 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from .. import emit
-from ..problems import Problem
+from .. import emit, intents
+from ..problems import Problem, distinct
 from . import build, deliver, tree
 
 FIX_COMMAND = "tfjobgen hydrate"  # also `make rendered`
@@ -54,12 +54,38 @@ def readme(overlays: list[str]) -> bytes:
         "# rendered/ (generated: do not edit)",
         "",
         f"Written by `{FIX_COMMAND}` from `overlays/` and `jobs/`; CI fails when it is stale. In",
-        "rendered-manifests mode Argo CD syncs `rendered/<cluster>/` as plain YAML, with no plugin",
-        "(docs/gitops.md). One file per job, in the folder of its namespace, for the clusters:",
+        "rendered-manifests mode Argo CD syncs each `rendered/<cluster>/<namespace>/` as plain YAML, with",
+        "no plugin, one Application per cluster and team (docs/gitops.md). One file per job, in the folder",
+        "of its namespace, for the clusters:",
         "",
         *(f"- `{overlay}/` from `overlays/{overlay}/`" for overlay in overlays),
     ]
     return ("\n".join(lines) + "\n").encode()
+
+
+def delivered(root: Path, overlays: list[str], selection: build.Selection = build.EVERYTHING
+              ) -> tuple[dict[str, list[dict]], list[Problem]]:
+    """What Argo CD gets from each overlay, in either mode (only the selected jobs), and every problem.
+
+    An overlay whose build or checks fail gets no entry. `tfjobgen build` (the Argo CD plugin) and
+    `tfjobgen hydrate` (rendered/) both come here, so both modes give the same objects.
+    """
+    every_job, problems = tree.job_files(root)
+    readable = not problems  # an unreadable job file would make every patch of it look orphaned
+    problems += intents.duplicate_names(every_job)
+    jobs = [job for job in every_job if selection.namespaces is None or job.namespace in selection.namespaces]
+    builds = build.build_overlays(root, overlays, selection)
+    result: dict[str, list[dict]] = {}
+    for overlay in overlays:
+        built = builds[overlay]
+        problems += built.problems + (deliver.patch_problems(root, built.path, every_job) if readable else [])
+        if not built.ok:
+            continue
+        objects, found = deliver.deliver(built.objects, jobs, built.path)
+        problems += found
+        if not any(p.is_error for p in found):
+            result[overlay] = objects
+    return result, distinct(problems)  # every overlay's build reports a problem of a shared job file
 
 
 def render_tree(root: Path) -> tuple[dict[str, bytes], list[Problem]]:
@@ -67,21 +93,13 @@ def render_tree(root: Path) -> tuple[dict[str, bytes], list[Problem]]:
     overlays = tree.overlay_names(root)
     if not overlays:
         return {}, [Problem(f"no overlays: {root / tree.OVERLAYS} has no folder with a kustomization.yaml")]
-    jobs, problems = tree.job_files(root)
-    readable = not problems  # an unreadable job file would make every patch of it look orphaned
-    problems += deliver.duplicate_names(jobs)
-    builds = build.build_overlays(root, overlays)
-    files: dict[str, bytes] = {}
-    for overlay in overlays:
-        result = builds[overlay]
-        problems += result.problems + (deliver.patch_problems(root, result.path, jobs) if readable else [])
-        if not result.ok:
-            continue
-        delivered, found = deliver.deliver(result.objects, jobs, result.path)
-        problems += found
-        files.update(files_of(overlay, delivered))
+    objects, problems = delivered(root, overlays)
     if any(p.is_error for p in problems):
         return {}, problems
+    files: dict[str, bytes] = {}
+    for overlay in overlays:
+        files.update(files_of(overlay, objects[overlay]))
+        objects[overlay] = []  # a thousand jobs' objects: let each overlay's go once written out
     files[f"{tree.RENDERED}/{README}"] = readme(overlays)
     return files, problems
 

@@ -16,12 +16,10 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import source
-from ..problems import InvalidInput, Problem
+from .. import intents
+from ..problems import Problem
 
 JOBS, OVERLAYS, RENDERED = "jobs", "overlays", "rendered"
-KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
-INTENT_GROUP, INTENT_KIND = "tfjobgen.dev", "TrainingJob"
 # What a build needs from a commit (everything else, rendered/ included, is not read).
 BUILD_INPUTS = (JOBS, "bases", OVERLAYS, "plugins", "generator", "schemas", "pyproject.toml")
 
@@ -59,41 +57,17 @@ def overlay_names(root: Path) -> list[str]:
     if not folder.is_dir():
         return []
     return sorted(p.name for p in folder.iterdir()
-                  if p.is_dir() and any((p / name).is_file() for name in KUSTOMIZATION_FILES))
-
-
-def is_intent(document) -> bool:
-    if not isinstance(document, dict):
-        return False
-    group = str(document.get("apiVersion", "")).split("/")[0]
-    return group == INTENT_GROUP and document.get("kind") == INTENT_KIND
+                  if p.is_dir() and intents.kustomization_file(str(p)))
 
 
 def job_files(root: Path) -> tuple[list[JobFile], list[Problem]]:
     """Every TrainingJob under jobs/ (sorted by file), and problems of files that cannot be read."""
-    folder = root / JOBS
-    jobs: list[JobFile] = []
-    problems: list[Problem] = []
-    if not folder.is_dir():
-        return jobs, problems
-    paths = sorted(p for p in folder.rglob("*")
-                   if p.is_file() and p.suffix in (".yaml", ".yml") and p.name not in KUSTOMIZATION_FILES
-                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
-    for path in paths:
-        relative = path.relative_to(root).as_posix()
-        try:
-            documents = source.parse_documents(source.read_text(str(path)), relative)
-        except InvalidInput as err:
-            problems += err.problems
-            continue
-        for document in documents:
-            if not is_intent(document.data):
-                continue
-            meta = document.data.get("metadata")
-            meta = meta if isinstance(meta, dict) else {}
-            jobs.append(JobFile(str(meta.get("name", "")), str(meta.get("namespace", "")), relative,
-                                document.line_of("metadata.name")))
-    return jobs, problems
+    from .. import pipeline
+
+    if not (root / JOBS).is_dir():
+        return [], []
+    found, problems = pipeline.load_intents([str(root / JOBS)], relative_to=str(root))
+    return [JobFile(intent.name, intent.namespace, intent.file, intent.line) for intent in found], problems
 
 
 # ---- git (read-only) ------------------------------------------------------------
@@ -114,6 +88,19 @@ def resolve_commit(root: Path, ref: str) -> str:
         raise GitError(f"unknown revision '{ref}': fetch it first (git fetch origin <branch>; in GitHub Actions "
                        "check out with fetch-depth: 0)")
     return proc.stdout.decode().strip()
+
+
+def changed_paths(root: Path, commit: str) -> set[str] | None:
+    """Paths under root (relative, with '/') that differ between `commit` and the working tree.
+
+    Tracked files changed, added or deleted since the commit (staged or not), and untracked files
+    git does not ignore. None when git cannot say.
+    """
+    changed = _git(root, "diff", "--name-only", "--no-renames", "--relative", commit, "--")
+    untracked = _git(root, "ls-files", "--others", "--exclude-standard")
+    if changed.returncode != 0 or untracked.returncode != 0:
+        return None
+    return {line for proc in (changed, untracked) for line in proc.stdout.decode().splitlines() if line}
 
 
 def extract_commit(root: Path, commit: str, destination: Path) -> None:

@@ -19,12 +19,13 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+from .. import contract
 from .tasks import LocalTask
 
 RUN_MARKER = "TFJOBGEN_LOCAL_RUN"
 # Variables of the parent that must not leak into tasks: the pod env sets its own, and
 # GRPC_FAIL_FAST=false makes the tf2 coordinator hang after a worker dies (measured).
-_NOT_INHERITED_PREFIXES = ("TFJOBGEN_", "TF_CONFIG", "TF_NUM_", "OMP_NUM_THREADS", "GRPC_FAIL_FAST",
+_NOT_INHERITED_PREFIXES = (contract.GENERATED_PREFIX, contract.TF_CONFIG, "TF_NUM_", contract.OMP_ENV, "GRPC_FAIL_FAST",
                            "TF_SEASTAR_", "KMP_")
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

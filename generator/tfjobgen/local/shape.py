@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..contract import ROLES
+from ..contract import ROLES, SINGLE_ROLES, TABLE_ROLES
 from ..runtime.variables import SLOTS
 from .machine import Machine
 
@@ -60,9 +60,9 @@ def model_bytes(training: dict | None) -> int:
 def describe_counts(counts: dict[str, int]) -> str:
     """{'ps': 2, 'worker': 2, 'chief': 1} -> '2 PS + 2 workers + chief'."""
     parts = []
-    for role in ("ps", "worker", "chief", "evaluator"):
+    for role in TABLE_ROLES:
         n = counts.get(role, 0)
-        if n and role in ("chief", "evaluator") and n == 1:
+        if n and role in SINGLE_ROLES and n == 1:
             parts.append(role)
         elif n:
             parts.append(f"{n} PS" if role == "ps" else f"{n} {role}s" if n > 1 else f"{n} {role}")

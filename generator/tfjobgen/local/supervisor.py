@@ -389,7 +389,7 @@ class Supervisor:
         waiting = any(s.state == "waiting" for s in self.states.values())
         if not self.uses_runtime:
             # A job's own program: done when every trainer exited 0 (PS never exit on their own).
-            trainers = [s for s in self.states.values() if s.task.role in ("chief", "worker")]
+            trainers = [s for s in self.states.values() if s.task.role in contract.TRAINER_ROLES]
             if trainers and all(s.state == "done" for s in trainers):
                 return True, f"every worker exited 0; the PS were stopped ({self._in_a_cluster()})"
             return None

@@ -19,6 +19,7 @@ import sys
 import time
 import traceback
 
+from .. import contract
 from . import events, hadoop, settings
 from .control import Aborted, ChiefGone, ChiefServer, Refused
 from .ending import Ending
@@ -61,8 +62,8 @@ def run_task(env: dict[str, str]) -> int:
 
 def _prepare_tensorflow(task: settings.Task) -> None:
     """Environment TensorFlow reads once, at import: set it before anything imports TensorFlow."""
-    os.environ["TF_NUM_INTRAOP_THREADS"] = str(task.intra_op)
-    os.environ["TF_NUM_INTEROP_THREADS"] = str(task.inter_op)
+    os.environ[contract.INTRA_OP_ENV] = str(task.intra_op)
+    os.environ[contract.INTER_OP_ENV] = str(task.inter_op)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # C++ INFO lines bury the runtime's own events
     # Checkpoint saving retraces a small function on every save and TF warns each time; nothing to act on.
     logging.getLogger("tensorflow").addFilter(lambda record: "triggered tf.function retracing" not in
@@ -102,7 +103,7 @@ def _run_role(task: settings.Task, report: events.Reporter, ending: Ending) -> t
         return _failed(report, EXIT_INTERRUPTED, "interrupted")
     except Exception as err:  # noqa: BLE001 - the last resort: still one line, traceback on request
         code, message = _failed(report, EXIT_FAILED, _describe(err))
-        if os.environ.get("TFJOBGEN_DEBUG"):
+        if os.environ.get(contract.DEBUG_ENV):
             traceback.print_exc()
         return code, message
 
@@ -129,7 +130,7 @@ def _describe(err: Exception) -> str:
     """One line for an error nobody anticipated (TensorFlow's own errors have a `message`)."""
     text = str(getattr(err, "message", "") or err).strip()
     first = text.splitlines()[0][:300] if text else ""
-    hint = "" if os.environ.get("TFJOBGEN_DEBUG") else " (TFJOBGEN_DEBUG=1 prints the traceback)"
+    hint = "" if os.environ.get(contract.DEBUG_ENV) else " (TFJOBGEN_DEBUG=1 prints the traceback)"
     return f"{type(err).__name__}: {first}{hint}"
 
 

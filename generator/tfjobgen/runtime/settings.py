@@ -106,7 +106,7 @@ class Task:
     @property
     def peers(self) -> list[str]:
         """Tasks the chief waits for before training: every PS and worker but itself."""
-        return [f"{role}:{i}" for role in ("ps", "worker") for i in range(len(self.cluster.get(role, ())))
+        return [f"{role}:{i}" for role in contract.REQUIRED_ROLES for i in range(len(self.cluster.get(role, ())))
                 if f"{role}:{i}" != self.name]
 
 
@@ -152,7 +152,7 @@ def cluster_and_task(tf_config: str) -> tuple[dict[str, tuple[str, ...]], str, i
     elif not isinstance(index, int) or not 0 <= index < len(hosts[role]):
         raise SetupError(f"TF_CONFIG task.index {index!r} is out of range: the cluster has "
                          f"{len(hosts[role])} {role} task(s)")
-    for role_needed in ("ps", "worker"):
+    for role_needed in contract.REQUIRED_ROLES:
         if not hosts.get(role_needed):
             raise SetupError(f"TF_CONFIG has no {role_needed} task; a parameter-server job needs at least one")
     return hosts, role, index
@@ -189,14 +189,14 @@ def training_from_json(text: str) -> Training:
     try:
         data = json.loads(text)
     except ValueError as err:
-        raise SetupError(f"TFJOBGEN_TRAINING is not valid JSON ({err})") from None
+        raise SetupError(f"{contract.TRAINING_ENV} is not valid JSON ({err})") from None
     training_schema = schema.load(schema.TRAINING_JOB)["properties"]["spec"]["properties"]["training"]
     import jsonschema
 
     errors = sorted(jsonschema.Draft202012Validator(training_schema).iter_errors(data), key=str)
     if errors:
         where = ".".join(str(p) for p in errors[0].absolute_path)
-        raise SetupError(f"TFJOBGEN_TRAINING {where or 'value'}: {errors[0].message}")
+        raise SetupError(f"{contract.TRAINING_ENV} {where or 'value'}: {errors[0].message}")
     full = schema.with_defaults({"spec": {"training": data}}, schema.TRAINING_JOB)["spec"]["training"]
     model, data_spec = full["model"], full["data"]
     return Training(

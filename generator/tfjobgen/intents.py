@@ -1,0 +1,166 @@
+"""Which documents are TrainingJob intents, where a repository keeps them, and that their names are unique.
+
+Every part of tfjobgen asks these questions, and this module is the only one that
+answers them: `tfjobgen validate` and `render` (files and folders), the KRM function
+(the objects of a build), error locations from inside kustomize (the resources of a
+kustomization), and the GitOps commands (jobs/ of a repository).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from typing import Any, Protocol, Sequence
+
+from . import source
+from .model import API_VERSION, KIND
+from .problems import InvalidInput, Problem, ResourceRef
+from .profile import KIND as PROFILE_KIND
+
+GROUP = API_VERSION.split("/")[0]
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+# A cheap test on kustomize's canonical YAML, where top-level keys start a line: a document that
+# does not match is no intent (and the KRM plugin passes it through unparsed). It matches every
+# document kind_of() calls an intent, and profiles too; tests hold it to that.
+_MAY_BE_OURS = re.compile(r"^(kind: *[\"']?TrainingJob\b|apiVersion: *[\"']?tfjobgen\.dev/)", re.MULTILINE)
+
+
+# ---- documents ---------------------------------------------------------------------------
+
+def kind_of(document: Any) -> str:
+    """'intent', 'profile' or 'other' for one parsed document.
+
+    Anything of our API group but the profile counts as an intent, and so does a TrainingJob of
+    another group: the schema then says what is wrong with it, instead of it vanishing unexpanded.
+    """
+    if not isinstance(document, dict):
+        return "other"
+    api_version, kind = document.get("apiVersion"), document.get("kind")
+    ours = isinstance(api_version, str) and api_version.split("/")[0] == GROUP
+    if ours and kind == PROFILE_KIND:
+        return "profile"
+    if kind == KIND or ours:
+        return "intent"
+    return "other"
+
+
+def is_intent(document: Any) -> bool:
+    return kind_of(document) == "intent"
+
+
+def may_be_ours(text: str) -> bool:
+    """False only for YAML in kustomize's style that holds no intent and no profile."""
+    return _MAY_BE_OURS.search(text) is not None
+
+
+# ---- files and folders -----------------------------------------------------------------------
+
+def _is_candidate(name: str) -> bool:
+    """A file name that may hold intents: YAML, not hidden, not a kustomization."""
+    return name.endswith((".yaml", ".yml")) and not name.startswith(".") and name not in KUSTOMIZATION_FILES
+
+
+def files(paths: list[str]) -> list[str]:
+    """Files named, and the YAML files under folders named (hidden ones and kustomizations left out), sorted."""
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            for folder, subfolders, names in os.walk(path):
+                subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+                found += [os.path.join(folder, n) for n in sorted(names) if _is_candidate(n)]
+        elif os.path.isfile(path):
+            found.append(path)
+        else:
+            raise FileNotFoundError(errno.ENOENT, "no such file or folder", path)
+    return found
+
+
+def kustomization_file(directory: str) -> str | None:
+    """The kustomization file of a folder (kustomize's own order of names), or None."""
+    return next((os.path.join(directory, n) for n in KUSTOMIZATION_FILES
+                 if os.path.isfile(os.path.join(directory, n))), None)
+
+
+def read_kustomization(directory: str) -> dict | None:
+    """A folder's kustomization as data; None when it has none or it cannot be read."""
+    path = kustomization_file(directory)
+    if path is None:
+        return None
+    try:
+        documents = source.parse_documents(source.read_text(path), path)
+    except InvalidInput:
+        return None
+    data = documents[0].data if documents else None
+    return data if isinstance(data, dict) else None
+
+
+def local_resources(directory: str, data: dict, keys: tuple[str, ...] = ("resources", "components")) -> list[str]:
+    """The local entries of a kustomization's `resources` (and `components`), as normalized paths."""
+    entries = [e for key in keys for e in (data.get(key) or []) if isinstance(e, str)]
+    return [os.path.normpath(os.path.join(directory, e)) for e in entries if not _is_remote(e)]
+
+
+def _is_remote(entry: str) -> bool:
+    return "://" in entry or entry.startswith(("github.com/", "git@"))
+
+
+def unlisted(paths: list[str]) -> list[Problem]:
+    """Intent files in a folder whose kustomization does not list them: kustomize would never build them."""
+    problems = []
+    for folder in (p for p in paths if os.path.isdir(p)):
+        data = read_kustomization(folder)
+        if data is None:
+            continue
+        kustomization = kustomization_file(folder)
+        listed = {os.path.normpath(e) for e in data.get("resources") or [] if isinstance(e, str)}
+        for name in sorted(os.listdir(folder)):
+            if _is_candidate(name) and name not in listed:
+                problems.append(Problem(
+                    f"not listed in {kustomization}, so no overlay builds it: add '- {name}' under resources",
+                    file=os.path.join(folder, name), line=1))
+    return problems
+
+
+# ---- the rule of unique names --------------------------------------------------------------------
+
+class Named(Protocol):
+    """A job as written: its name, its namespace, and where its name is (file "" and line 0 when unknown)."""
+
+    name: str
+    namespace: str
+    file: str
+    line: int
+
+
+def duplicate_names(jobs: Sequence[Named]) -> list[Problem]:
+    """A job name used twice in the repository, in any namespaces: a problem at each use after the first.
+
+    Names are unique in the repository, not only per namespace: a job is known by its name in
+    reviews and diffs, and a name that reappears elsewhere is how a job would silently move.
+    The first use is the first by file and line when the files are known, so every caller,
+    whatever order it reads the jobs in, reports the same problem.
+    """
+    ordered = sorted(jobs, key=lambda job: (job.file, job.line)) if all(j.file for j in jobs) else list(jobs)
+    first: dict[str, Named] = {}
+    problems = []
+    for job in ordered:
+        other = first.setdefault(job.name, job)
+        if other is job:
+            continue
+        where = (f"{other.file}:{other.line}" if other.line else other.file) or "another job"
+        also = "in the same namespace" if other.namespace == job.namespace else f"in namespace {other.namespace}"
+        problems.append(Problem(
+            f"job name '{job.name}' is already used by {where} ({also}): job names must be unique in the "
+            "repository, so that a job can never be mistaken for another or silently change namespace",
+            "metadata.name", file=job.file, line=job.line, ref=getattr(job, "ref", None)))
+    return problems
+
+
+def ref_of(document: Any) -> ResourceRef:
+    """The KRM resourceRef of a document, whatever its shape."""
+    data = document if isinstance(document, dict) else {}
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    return ResourceRef(str(data.get("apiVersion", "")), str(data.get("kind", "")),
+                       str(meta.get("name", "")), str(meta.get("namespace", "")))
