@@ -112,6 +112,19 @@ def min_resources(plan) -> dict[str, str]:
     return result
 
 
+def scheduling_policy(plan) -> dict | None:
+    """A TFJob's runPolicy.schedulingPolicy: what the operator makes its PodGroup from (None: no gang)."""
+    if scheduler(plan) not in ("volcano", "scheduler-plugins"):
+        return None
+    policy: dict = {"minAvailable": len(plan.tasks), "scheduleTimeoutSeconds": plan.profile.gang.schedule_timeout_seconds}
+    resources = min_resources(plan)
+    if resources:
+        policy["minResources"] = resources
+    if scheduler(plan) == "volcano" and plan.profile.gang.queue:
+        policy["queue"] = plan.profile.gang.queue
+    return policy
+
+
 def objects(plan) -> list[dict]:
     """The PodGroup of a job on native or jobset (none for kueue or no gang)."""
     chosen, job = scheduler(plan), plan.job

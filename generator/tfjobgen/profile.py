@@ -44,13 +44,12 @@ class NodePool:
 
 @dataclass(frozen=True)
 class Gang:
+    """spec.gang (its schema holds each field's meaning and default; gang.py applies it)."""
+
     scheduler: str  # none | volcano | scheduler-plugins | kueue
-    queue: str  # Volcano queue or Kueue LocalQueue ("" : none)
+    queue: str  # Volcano queue or Kueue LocalQueue ("": none)
     scheduler_name: str  # scheduler-plugins: the scheduler running the coscheduling plugin
     schedule_timeout_seconds: int
-
-
-NO_GANG = Gang("none", "", "scheduler-plugins-scheduler", 600)
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ class ClusterProfile:
     fs_group: int
     allow_no_jobs: bool
     own_program_deadline: int | None  # activeDeadlineSeconds for jobs with spec.command that set none
-    gang: Gang = NO_GANG  # gang admission (gang.py)
+    gang: Gang  # gang admission (gang.py)
     embedded: bool = False  # the built-in default, which describes no real cluster
     origin: ProfileSource = field(default=ProfileSource(), compare=False, repr=False)
 

@@ -6,8 +6,9 @@ and `decode` (objects -> jobs, each task as the pod its controller creates).
 Everything outside this package reads rendered objects only through `decode`.
 
 Adding a backend: write the module, list it in BACKENDS below, add its name to
-spec.backend's enum in schemas/trainingjob.schema.json, and give it the tests
-the others have (tests/backends/). Nothing else changes.
+spec.backend's enum in schemas/trainingjob.schema.json, and it is held to the
+tests every backend meets (tests/test_backends.py, tests/test_backend_objects.py).
+native.py, jobset.py and tfjob.py are the three there are (docs/design.md, "Three backends").
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from ..pods import Pod
 from .base import Backend, DecodedJob
 from . import jobset, native, tfjob
 
-BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (native.BACKEND, jobset.BACKEND, tfjob.BACKEND)}
+BACKENDS: dict[str, Backend] = {backend.name: backend
+                                 for backend in (native.BACKEND, jobset.BACKEND, tfjob.BACKEND)}
 
 
 def get(name: str) -> Backend:

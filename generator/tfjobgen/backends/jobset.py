@@ -60,13 +60,11 @@ REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
 REPLICATED_JOB_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
 JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 JOB_GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
-JOB_KEY = "jobset.sigs.k8s.io/job-key"
+JOB_KEY = "jobset.sigs.k8s.io/job-key"  # a SHA-1 of "<namespace>/<child Job>", 40 hex digits
 RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
 # batch/v1's reason on a Job failed by a podFailurePolicy FailJob rule: a permanent exit code.
 POD_FAILURE_POLICY_REASON = "PodFailurePolicy"
 
-_COMPLETION_INDEX = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_COMPLETION_INDEX}']"}}
-_FAILURE_COUNT = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_INDEX_FAILURE_COUNT}']"}}
 
 
 def child_job(job: TrainingJob, role: str) -> str:
@@ -81,8 +79,8 @@ def hostname(job: TrainingJob, role: str, index: int) -> str:
 NAMING = Naming(
     hostname=hostname,
     address=lambda job, profile, role, index: f"{hostname(job, role, index)}.{names.service(job)}:{profile.grpc_port}",
-    index_source=lambda role: _COMPLETION_INDEX,
-    failures_source=_FAILURE_COUNT,
+    index_source=lambda role: common.COMPLETION_INDEX_SOURCE,  # child Jobs are Indexed, as native's
+    failures_source=common.FAILURE_COUNT_SOURCE,
 )
 
 
@@ -92,17 +90,7 @@ def leader(job: TrainingJob) -> str:
 
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
-    problems = []
-    if job.topology.mode == "colocated":
-        problems.append(Problem(
-            "topology colocated needs a pod template per task (each worker selects its own PS), and a JobSet "
-            "runs each role as one Indexed Job with one template: use backend native, or topology spread, "
-            "isolated or none", "spec.backend"))
-    if profile.task_objects == "per-task":
-        problems.append(Problem(
-            f"the cluster profile '{profile.name}' asks for one object per task (taskObjects: per-task), which a "
-            "JobSet's replicatedJob of one Indexed Job cannot give: use backend native on this cluster",
-            "spec.backend"))
+    problems = common.one_template_per_role(job, profile, "a JobSet (a replicatedJob of one Indexed Job per role)")
     longest = max((hostname(job, role, spec.replicas - 1) for role, spec in job.roles.items()), key=len)
     if len(longest) > names.DNS_LABEL_MAX:
         room = names.DNS_LABEL_MAX - (len(longest) - len(job.name))
@@ -163,7 +151,7 @@ def _child_jobs(jobset: dict) -> list[tuple[dict, dict]]:
             marks = {JOBSET_NAME: name, REPLICATED_JOB_NAME: replicated["name"],
                      REPLICATED_JOB_REPLICAS: str(replicated.get("replicas", 1)), JOB_INDEX: str(index),
                      JOB_GLOBAL_INDEX: str(global_index), RESTART_ATTEMPT: "0",
-                     JOB_KEY: hashlib.sha1(f"{namespace}/{job_name}".encode()).hexdigest()}
+                     JOB_KEY: hashlib.sha1(f"{namespace}/{job_name}".encode()).hexdigest()}  # noqa: S324 - a name
             template = replicated["template"]
             pod_template = template["spec"]["template"]
             if network.get("enableDNSHostnames"):

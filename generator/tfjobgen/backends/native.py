@@ -31,16 +31,12 @@ from . import common
 from .base import Backend, DecodedJob
 
 NAME = "native"
-# Kubernetes' annotation on an Indexed Job's pods: the pod's completion index.
-_COMPLETION_INDEX = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_COMPLETION_INDEX}']"}}
-# backoffLimitPerIndex makes the Job controller count each index's failures on its pods.
-_FAILURE_COUNT = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_INDEX_FAILURE_COUNT}']"}}
 
 NAMING = Naming(
     hostname=names.task,  # an Indexed Job `<job>-<role>` names its pods' hosts `<job>-<role>-<i>`
     address=lambda job, profile, role, index: names.task_address(job, role, index, profile.grpc_port),
-    index_source=lambda role: _COMPLETION_INDEX,
-    failures_source=_FAILURE_COUNT,
+    index_source=lambda role: common.COMPLETION_INDEX_SOURCE,
+    failures_source=common.FAILURE_COUNT_SOURCE,  # backoffLimitPerIndex makes the Job controller count them
 )
 
 

@@ -84,16 +84,7 @@ NAMING = Naming(
 
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
-    problems = []
-    if job.topology.mode == "colocated":
-        problems.append(Problem(
-            "topology colocated needs a pod template per task (each worker selects its own PS), and a TFJob "
-            "has one template per replica type: use backend native, or topology spread, isolated or none",
-            "spec.backend"))
-    if profile.task_objects == "per-task":
-        problems.append(Problem(
-            f"the cluster profile '{profile.name}' asks for one object per task (taskObjects: per-task), which a "
-            "TFJob's one template per replica type cannot give: use backend native on this cluster", "spec.backend"))
+    problems = common.one_template_per_role(job, profile, "a TFJob (a replica spec per role)")
     retried = [code for code in job.permanent_exit_codes if code >= RETRYABLE_FROM]
     if not job.uses_runtime and retried:
         problems.append(Problem(
@@ -108,14 +99,8 @@ def run_policy(plan: JobPlan) -> dict:
     policy: dict = {"backoffLimit": ending.retries_per_task, "cleanPodPolicy": CLEAN_POD_POLICY}
     if ending.deadline_seconds:
         policy["activeDeadlineSeconds"] = ending.deadline_seconds
-    if gang.scheduler(plan) in ("volcano", "scheduler-plugins"):
-        scheduling: dict = {"minAvailable": len(plan.tasks),
-                            "scheduleTimeoutSeconds": plan.profile.gang.schedule_timeout_seconds}
-        resources = gang.min_resources(plan)
-        if resources:
-            scheduling["minResources"] = resources
-        if gang.scheduler(plan) == "volcano" and plan.profile.gang.queue:
-            scheduling["queue"] = plan.profile.gang.queue
+    scheduling = gang.scheduling_policy(plan)
+    if scheduling:
         policy["schedulingPolicy"] = scheduling
     return policy
 
