@@ -17,6 +17,7 @@ A run is good when every pod is placed and every job's layout holds (scenarios.v
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -87,8 +88,9 @@ def render(job: str, profile: dict | None = None, patch: Callable[[dict], None] 
     """The objects jobs/<job> becomes (in-process), after `patch` edits its intent; errors fail loudly."""
     path = JOBS / FILES.get(job, f"{job}.yaml")
     intents, problems = pipeline.load_intents([str(path)])
-    for intent in intents:
-        if patch:
+    if patch:  # on a copy: source.parse_file caches the parsed file, which later renders read again
+        intents = [dataclasses.replace(intent, data=copy.deepcopy(intent.data)) for intent in intents]
+        for intent in intents:
             patch(intent.data)
     expansion = pipeline.expand(intents, pipeline.profile_from(profile) if profile else pipeline.load_profile(None))
     errors = [p.format() for p in problems + expansion.problems if p.is_error]
