@@ -13,21 +13,23 @@ native.py, jobset.py and tfjob.py are the three there are (docs/design.md, "Thre
 
 from __future__ import annotations
 
+import importlib
+
 from ..pods import Pod
 from .base import Backend, DecodedJob
-from . import jobset, native, tfjob
 
-BACKENDS: dict[str, Backend] = {backend.name: backend
-                                 for backend in (native.BACKEND, jobset.BACKEND, tfjob.BACKEND)}
+# name -> module. A backend is imported when a job names it: the KRM function, started by every
+# kustomize build, loads only the backends that build uses.
+BACKENDS: dict[str, str] = {"native": ".native", "jobset": ".jobset", "tfjob": ".tfjob"}
 
 
 def get(name: str) -> Backend:
-    return BACKENDS[name]
+    return importlib.import_module(BACKENDS[name], __name__).BACKEND
 
 
 def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job found among rendered objects, whichever backend made it, sorted by namespace/name."""
-    found = [job for backend in BACKENDS.values() for job in backend.decode(objects)]
+    found = [job for name in BACKENDS for job in get(name).decode(objects)]
     return sorted(found, key=lambda job: (job.namespace, job.name))
 
 

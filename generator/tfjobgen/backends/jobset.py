@@ -39,7 +39,6 @@ which one Indexed child Job per role cannot hold: `check` refuses it, and a prof
 
 from __future__ import annotations
 
-import hashlib
 
 from .. import gang, labels, lifecycle, names, pods
 from ..model import TrainingJob
@@ -140,6 +139,8 @@ def encode(plan: JobPlan) -> list[dict]:
 
 def _child_jobs(jobset: dict) -> list[tuple[dict, dict]]:
     """(child Job, JobSet's labels on it and its pods) for every child Job JobSet creates."""
+    import hashlib  # here, not at the top: decoding is never on the KRM function's path
+
     meta, spec = jobset["metadata"], jobset["spec"]
     name, namespace = meta["name"], meta.get("namespace", "")
     network = spec.get("network") or {}
@@ -192,3 +193,4 @@ def _service(jobset: dict) -> dict:
 
 
 BACKEND = Backend(NAME, NAMING, check, encode, decode)
+
