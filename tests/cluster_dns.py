@@ -12,7 +12,12 @@
   the subdomain, in its namespace, selects it; while the pod is not ready (TensorFlow
   is still starting), only if the Service sets publishNotReadyAddresses.
 
-Limits: pods are taken as not ready (the moment TF_CONFIG matters); no Service ClusterIP
+- a headless Service has the record `<service>.<namespace>.svc.<domain>` for the pods it
+  selects (the TFJob operator's Service per pod is how its TF_CONFIG names resolve), under
+  the same readiness rule.
+
+Limits: pods are taken as not ready (the moment TF_CONFIG matters) unless `ready` says
+otherwise (a pod without a readiness probe is Ready once its container runs); no Service ClusterIP
 or SRV records, no search domains a node adds to the list, no caching. gRPC's resolvers
 apply the search list as described (getaddrinfo; c-ares' ares_gethostbyname, see
 grpc/grpc#41307), which is what TensorFlow dials with.
@@ -40,16 +45,23 @@ def _selects(selector: dict, labels: dict) -> bool:
 class ClusterDNS:
     """The pod records CoreDNS would serve for `objects` (for their Services) and `pods`."""
 
-    def __init__(self, objects: list[dict], pods: list, domain: str = "cluster.local"):
+    def __init__(self, objects: list[dict], pods: list, domain: str = "cluster.local", ready: bool = False):
         self.domain = domain
         services = {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o["spec"]
                     for o in objects if o.get("kind") == "Service" and o.get("apiVersion") == "v1"}
         self.records = {}
+
+        def published(service: dict | None, pod) -> bool:
+            return bool(service and service.get("clusterIP") == "None" and _selects(service.get("selector"), pod.labels)
+                        and (ready or service.get("publishNotReadyAddresses")))
+
         for pod in pods:
-            service = services.get((pod.namespace, pod.subdomain))
-            if (pod.hostname and service and service.get("clusterIP") == "None"
-                    and service.get("publishNotReadyAddresses") and _selects(service.get("selector"), pod.labels)):
+            if pod.hostname and published(services.get((pod.namespace, pod.subdomain)), pod):
                 self.records[f"{pod.hostname}.{pod.subdomain}.{pod.namespace}.svc.{domain}"] = pod
+        for (namespace, name), service in services.items():
+            chosen = [pod for pod in pods if pod.namespace == namespace and published(service, pod)]
+            if len(chosen) == 1:  # a Service of one pod: its name reaches that pod
+                self.records[f"{name}.{namespace}.svc.{domain}"] = chosen[0]
 
     def resolve(self, name: str, namespace: str):
         """The pod `name` reaches from a pod in `namespace`, or None."""

@@ -40,12 +40,9 @@ def test_overlay_builds_and_no_intent_survives(overlay_objects, overlay):
     kinds = Counter(o["kind"] for o in objects)
     assert "TrainingJob" not in kinds and "ClusterProfile" not in kinds
     monitoring = {"PodMonitor", "PrometheusRule"} if overlay == "prod-96c" else set()  # its profile turns it on
-    assert set(kinds) == {"ConfigMap", "Service", "NetworkPolicy", "Job"} | monitoring
+    assert set(kinds) == {"ConfigMap", "Service", "NetworkPolicy", "Job", "JobSet"} | monitoring  # jobs/ctr-jobset.yaml
     intents = [p for p in (REPO / "jobs").glob("*.yaml") if p.name != "kustomization.yaml"]
     assert len(describe.jobs(objects)) == len(intents), "every intent in jobs/ became a job"
-
-
-CUSTOM_GROUPS = ("monitoring.coreos.com/",)  # kubernetes-validate knows built-in kinds only
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -54,8 +51,8 @@ def test_overlay_output_passes_kubernetes_validate_strict(overlay_objects, overl
     kv = _validator()
     failures = []
     for obj in overlay_objects[overlay]:
-        if obj["apiVersion"].startswith(CUSTOM_GROUPS):
-            continue  # custom resources: tests/test_monitoring.py validates them against the upstream CRDs
+        if "." in obj["apiVersion"].split("/")[0] and not obj["apiVersion"].endswith(".k8s.io/v1"):
+            continue  # a custom resource: test_backend_objects.py and test_monitoring.py check it (CRDs)
         try:
             kv.validate(obj, version, strict=True)
         except kv.ValidationError as err:
@@ -76,8 +73,9 @@ def test_every_tf_config_names_the_pod_it_runs_in(overlay_objects):
     """After the kubelet expands the env, each pod's TF_CONFIG points `task` at itself, and its own address
     reaches it through the pod's DNS search path (tests/test_tf_config.py checks every address)."""
     for overlay, objects in overlay_objects.items():
-        pods = backends.pods_of(objects)
-        dns = ClusterDNS(objects, pods)
+        decoded = backends.decode(objects)
+        pods = [pod for job in decoded for pod in job.pods]
+        dns = ClusterDNS(objects + [o for job in decoded for o in job.created], pods)
         for pod in pods:
             tf_config = json.loads(pod.env["TF_CONFIG"])
             task = tf_config["task"]

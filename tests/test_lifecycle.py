@@ -14,6 +14,7 @@ import pytest
 from conftest import JOBS, REPO, problems_of, render
 from tfjobgen import backends, contract, lifecycle, pipeline
 from tfjobgen.lifecycle import Lifecycle
+from tfjobgen.backends import jobset as jobset_backend
 
 GOLDEN = REPO / "tests" / "golden"
 EXAMPLES = [p for p in sorted(JOBS.glob("*.yaml")) if p.name != "kustomization.yaml"] + \
@@ -71,7 +72,15 @@ def test_every_job_fails_a_task_by_its_exit_code_with_its_own_budget(path):
     objects = _objects(path)
     job, profile = _job(path)
     expected = lifecycle.of(job, profile)
-    jobs = [o for o in objects if o["kind"] == "Job"]
+    decoded = backends.decode(objects)[0]
+    if decoded.backend == "tfjob":  # no batch/v1 fields: exit codes 1-127 fail it (backends/tfjob.py)
+        assert (decoded.lifecycle.retries_per_task, decoded.lifecycle.deadline_seconds) == \
+            (expected.retries_per_task, expected.deadline_seconds)
+        assert set(expected.permanent_exit_codes) <= set(decoded.lifecycle.permanent_exit_codes)
+        return
+    # native's Jobs, or the child Jobs a JobSet's controller creates
+    jobs = [o for o in objects if o["kind"] == "Job"] + \
+        [child for o in objects if o["kind"] == "JobSet" for child, _ in jobset_backend._child_jobs(o)]
     for obj in jobs:
         spec = obj["spec"]
         assert _api_server_problems(obj) == [], obj["metadata"]["name"]

@@ -100,3 +100,29 @@ def test_the_documented_priority_classes_are_valid(version):
     for profile in profiles:
         named = yaml.safe_load(profile.read_text())["spec"]["priorityClasses"]
         assert set(named.values()) == {"tfjobgen-ps", "tfjobgen-worker"}, f"{profile} names classes docs do not show"
+
+
+# ---- the same scenarios on the jobset and tfjob backends -----------------------------------------
+
+@pytest.mark.parametrize("backend", ["jobset", "tfjob"])
+@pytest.mark.parametrize("row, job", [("isolated, with pools", "scene2-case2"), ("spread (preferred)", "wide-deep"),
+                                      ("spread (required)", "wide-deep")])
+def test_the_layout_holds_on_the_other_backends(backend, row, job):
+    """The pods JobSet's child Jobs and the TFJob operator create carry the same placement rules: arrival
+    orders and a PS evicted then a node lost hold as on native (fewer seeds: the rules are the same dicts)."""
+    def patch(intent: dict) -> None:
+        intent["spec"]["backend"] = backend
+        if row == "spread (required)":
+            cases.required_spread(intent)
+
+    need = cases.NEEDS[job]
+    if row == "isolated, with pools":
+        objects, cluster = cases.render(job, cases.POOLS_PROFILE, patch), lambda spare: cases.pools_cluster(need, spare)
+    else:
+        objects, cluster = cases.render(job, patch=patch), lambda spare: cases.seed_cluster(need.servers + spare)
+    workload = scenarios.Workload.of(objects)
+    assert {pod.owner.startswith(job) for pod in workload.pods} == {True} and len(workload.pods) > 0
+    arrival = cases.arrival(workload, lambda: cluster(0), seeds=range(10))
+    assert arrival.all_good, arrival.report()
+    replacement = cases.replacement(workload, job, lambda: cluster(1), seeds=range(5))
+    assert replacement.all_good, replacement.report()

@@ -70,10 +70,13 @@ def test_every_address_reaches_its_own_task_through_the_pods_search_path(moved_t
     for name, objects in _example_objects():
         if moved_to:
             objects = [{**o, "metadata": {**o["metadata"], "namespace": moved_to}} for o in objects]
-        pods = backends.pods_of(objects)
+        decoded = backends.decode(objects)
+        pods = [pod for job in decoded for pod in job.pods]
+        created = [o for job in decoded for o in job.created]  # Services a JobSet's controller makes
         by_task = {(p.role, p.index): p for p in pods}
         for domain in ("cluster.local", "k8s.internal"):  # the addresses do not depend on the cluster domain
-            dns = ClusterDNS(objects, pods, domain)
+            # The TFJob operator's Services publish Ready pods only (test_backend_objects.py checks both readings).
+            dns = ClusterDNS(objects + created, pods, domain, ready=all(job.backend == "tfjob" for job in decoded))
             for pod in pods:
                 cluster = json.loads(pod.env[contract.TF_CONFIG])["cluster"]
                 for role, addresses in cluster.items():

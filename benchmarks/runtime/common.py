@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,6 +74,7 @@ def run_local(job: Path, *args: str, interrupt_at_step: int | None = None, deadl
     # Anything that still carries the run's id: there should be nothing (and nothing is left either way).
     result["survivors"] = processes.sweep(str(work / "run"))  # the run's id is its directory
     result["output"] = "".join(lines)
+    shutil.rmtree(work, ignore_errors=True)  # the run's checkpoints and logs: the report holds what counts
     return result
 
 

@@ -1,6 +1,7 @@
 """How a job's tasks end: each task's failure budget, the exits that end the job, the deadline.
 
-One meaning for every backend (batch/v1 Jobs here; a JobSet or TFJob backend carries the same):
+One meaning for every backend (batch/v1 Jobs here; JobSet's child Jobs carry the same fields;
+the TFJob operator has no such fields and comes as close as it can, see backends/tfjob.py):
 
 - a failed task gets a new pod, and only once its old pod is gone: TensorFlow refuses a
   second server of the same task ("Duplicate task registration"), which is the case

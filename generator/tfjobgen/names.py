@@ -64,7 +64,10 @@ def task_address(job: TrainingJob, role: str, index: int, port: int) -> str:
 
 
 def fully_qualified(job: TrainingJob, profile: ClusterProfile, host: str) -> str:
-    """A namespace-relative host (`<pod>.<service>`) as its fully qualified DNS name."""
+    """A host of TF_CONFIG as its fully qualified DNS name: `<pod>.<service>` (relative to the
+    namespace) or `<pod>.<namespace>.svc` (as Kubeflow's TFJob operator writes it)."""
+    if host.endswith(f".{job.namespace}.svc"):
+        return f"{host}.{profile.cluster_domain}"
     return f"{host}.{job.namespace}.svc.{profile.cluster_domain}"
 
 

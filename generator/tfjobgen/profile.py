@@ -71,6 +71,16 @@ class Monitoring:
 
 
 @dataclass(frozen=True)
+class Gang:
+    """spec.gang (its schema holds each field's meaning and default; gang.py applies it)."""
+
+    scheduler: str  # none | volcano | scheduler-plugins | kueue
+    queue: str  # Volcano queue or Kueue LocalQueue ("": none)
+    scheduler_name: str  # scheduler-plugins: the scheduler running the coscheduling plugin
+    schedule_timeout_seconds: int
+
+
+@dataclass(frozen=True)
 class ClusterProfile:
     name: str
     node: NodeShape
@@ -94,6 +104,7 @@ class ClusterProfile:
     own_program_deadline: int | None  # activeDeadlineSeconds for jobs with spec.command that set none
     gpu: Gpu | None
     monitoring: Monitoring
+    gang: Gang  # gang admission (gang.py)
     embedded: bool = False  # the built-in default, which describes no real cluster
     origin: ProfileSource = field(default=ProfileSource(), compare=False, repr=False)
 
@@ -156,6 +167,8 @@ def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> 
         own_program_deadline=spec.get("ownProgramDeadlineSeconds"),
         gpu=Gpu(spec["gpu"]["resource"], spec["gpu"]["nodePool"], spec["gpu"]["perNode"]) if "gpu" in spec else None,
         monitoring=_monitoring(spec["monitoring"]),
+        gang=Gang(spec["gang"]["scheduler"], spec["gang"]["queue"], spec["gang"]["schedulerName"],
+                  spec["gang"]["scheduleTimeoutSeconds"]),
         origin=origin,
     )
 
@@ -197,6 +210,9 @@ def check(profile: ClusterProfile) -> list[Problem]:
         problems.append(Problem(
             f"ps and worker both name '{classes['ps']}': a PS can only preempt pods of lower priority, so name "
             "a class of lower value for workers, or leave worker unset", "spec.priorityClasses.worker"))
+    if profile.gang.scheduler == "kueue" and not profile.gang.queue:
+        problems.append(Problem("kueue admits a job only through a LocalQueue: name it in spec.gang.queue",
+                                "spec.gang.queue"))
     return problems
 
 

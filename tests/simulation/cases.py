@@ -17,6 +17,7 @@ A run is good when every pod is placed and every job's layout holds (scenarios.v
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -54,11 +55,12 @@ class Need:
 
 # The seed's own server counts for its scenes (colocated: one server per group; isolated: one per PS
 # plus one per 10 workers); deeprec-ctr 10 PS servers + 80 workers at 10 per server; wide-deep one
-# server per PS (its workers, chief and evaluator fit beside them).
+# server per PS (its workers, chief and evaluator fit beside them); ctr-jobset one per PS and one for
+# its chief, which colocated PS keep away from as from a PS (its workers fit beside them).
 NEEDS = {
     "scene1-case1": Need(1, 0), "scene1-case2": Need(5, 0), "scene1-case3": Need(10, 0), "scene1-case4": Need(20, 0),
     "scene2-case1": Need(1, 1), "scene2-case2": Need(5, 5), "scene2-case3": Need(10, 10), "scene2-case4": Need(20, 20),
-    "deeprec-ctr": Need(10, 8), "wide-deep": Need(4, 0),
+    "deeprec-ctr": Need(10, 8), "wide-deep": Need(4, 0), "ctr-jobset": Need(2, 1),
 }
 ISOLATED = ("scene2-case1", "scene2-case2", "scene2-case3", "scene2-case4", "deeprec-ctr")
 
@@ -86,8 +88,9 @@ def render(job: str, profile: dict | None = None, patch: Callable[[dict], None] 
     """The objects jobs/<job> becomes (in-process), after `patch` edits its intent; errors fail loudly."""
     path = JOBS / FILES.get(job, f"{job}.yaml")
     intents, problems = pipeline.load_intents([str(path)])
-    for intent in intents:
-        if patch:
+    if patch:  # on a copy: source.parse_file caches the parsed file, which later renders read again
+        intents = [dataclasses.replace(intent, data=copy.deepcopy(intent.data)) for intent in intents]
+        for intent in intents:
             patch(intent.data)
     expansion = pipeline.expand(intents, pipeline.profile_from(profile) if profile else pipeline.load_profile(None))
     errors = [p.format() for p in problems + expansion.problems if p.is_error]
@@ -123,10 +126,13 @@ def overlay_cluster(overlay: str) -> list[SimNode]:
     if overlay == "seed-80c":
         return nodes(sum(n.servers for n in NEEDS.values()), 80, "256Gi", labels=CPU_MANAGER)
     if overlay == "prod-96c":
-        # 96-core nodes hold one colocated group each (68 CPU); wide-deep's 4 PS and 48 workers fit on 4.
+        # 96-core nodes hold one colocated group each (68 CPU); wide-deep's 4 PS, chief and 48 workers
+        # fit on 5, ctr-jobset's 2 PS, chief and 6 workers on 3.
         # Isolated PS go to ps-highmem (64 cores), their workers to cpu-workers, 13 scene-2 workers
         # (7 CPU) or 12 deeprec workers (8 CPU) to a server; both pools tainted.
-        general = 1 + 5 + 10 + 20 + 4
+        # Colocated PS keep off servers with any pod of another job, and cannot preempt pods of their own
+        # class (PS, chiefs): each PS or chief of a spread job may hold a server of its own.
+        general = 1 + 5 + 10 + 20 + (4 + 1) + (2 + 1)
         ps_pool = 1 + 5 + 10 + 20 + 10
         worker_pool = 1 + 4 + 8 + 16 + 7
 

@@ -36,7 +36,9 @@ class Workload:
         decoded = backends.decode(objects)
         pods = [pod for job in decoded for pod in job.pods]
         topology = {job.name: job.pods[0].annotations.get(labels.TOPOLOGY, "none") for job in decoded if job.pods}
-        return cls(objects, pods, topology, {job.name: job.namespace for job in decoded})
+        # The Services a JobSet's controller or the TFJob operator creates count like ours (default spreading).
+        created = [obj for job in decoded for obj in job.created]
+        return cls(objects + created, pods, topology, {job.name: job.namespace for job in decoded})
 
     def job_pods(self, job: str) -> list[Pod]:
         return [p for p in self.pods if p.labels.get(labels.JOB) == job]

@@ -6,26 +6,30 @@ and `decode` (objects -> jobs, each task as the pod its controller creates).
 Everything outside this package reads rendered objects only through `decode`.
 
 Adding a backend: write the module, list it in BACKENDS below, add its name to
-spec.backend's enum in schemas/trainingjob.schema.json, and give it the tests
-the others have (tests/backends/). Nothing else changes.
+spec.backend's enum in schemas/trainingjob.schema.json, and it is held to the
+tests every backend meets (tests/test_backends.py, tests/test_backend_objects.py).
+native.py, jobset.py and tfjob.py are the three there are (docs/design.md, "Three backends").
 """
 
 from __future__ import annotations
 
+import importlib
+
 from ..pods import Pod
 from .base import Backend, DecodedJob
-from . import native
 
-BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (native.BACKEND,)}
+# name -> module. A backend is imported when a job names it: the KRM function, started by every
+# kustomize build, loads only the backends that build uses.
+BACKENDS: dict[str, str] = {"native": ".native", "jobset": ".jobset", "tfjob": ".tfjob"}
 
 
 def get(name: str) -> Backend:
-    return BACKENDS[name]
+    return importlib.import_module(BACKENDS[name], __name__).BACKEND
 
 
 def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job found among rendered objects, whichever backend made it, sorted by namespace/name."""
-    found = [job for backend in BACKENDS.values() for job in backend.decode(objects)]
+    found = [job for name in BACKENDS for job in get(name).decode(objects)]
     return sorted(found, key=lambda job: (job.namespace, job.name))
 
 

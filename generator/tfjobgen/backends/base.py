@@ -6,7 +6,8 @@
       check         what it cannot express, as problems (a topology it has no encoding for)
       encode        JobPlan -> objects: what `kustomize build` emits for the job
       decode        objects -> DecodedJob per job it finds: each task as the pod its
-                    controller would create, env resolved as the kubelet would
+                    controller would create, env resolved as the kubelet would, and
+                    the other objects that controller creates (Services)
 
 `summary`, `diff`, `run-local` and the tests read rendered objects only through
 `decode`, so they work for every backend alike.
@@ -36,6 +37,12 @@ class DecodedJob:
     pods: list[Pod]  # one per task, roles in contract.ROLES order, then by index
     lifecycle: Lifecycle  # how its controller treats a failed task (lifecycle.py)
     config: dict[str, str] = field(default_factory=dict)  # the cluster ConfigMap's data
+    # Objects its controller creates besides pods: JobSet's headless Service, the TFJob
+    # operator's Service per pod (none on native, whose Service is among `objects`).
+    created: list[dict] = field(default_factory=list)
+    # True when a task failing for good stops every task of the job (JobSet's FailJobSet, the TFJob
+    # operator); False: only the tasks of the same object (native: the other roles' Jobs go on).
+    fails_as_one: bool = False
 
     @property
     def key(self) -> str:

@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from .. import container, contract, labels, names
 from ..plan import JobPlan
+from ..problems import Problem
 
 NAMESPACE_NAME = "kubernetes.io/metadata.name"  # the label every namespace carries: its own name
 
@@ -75,6 +76,26 @@ def network_policy(plan: JobPlan) -> dict:
             "policyTypes": ["Ingress"],
         },
     }
+
+
+# The env sources of a task's index and earlier failures in a template all pods of an Indexed Job
+# share (native's Jobs, JobSet's child Jobs): the annotations the Job controller sets on each pod.
+COMPLETION_INDEX_SOURCE = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_COMPLETION_INDEX}']"}}
+FAILURE_COUNT_SOURCE = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_INDEX_FAILURE_COUNT}']"}}
+
+
+def one_template_per_role(job, profile, carrier: str) -> list[Problem]:
+    """What a backend with one pod template per role (`carrier` says what holds it) cannot run."""
+    problems = []
+    if job.topology.mode == "colocated":
+        problems.append(Problem(
+            f"topology colocated needs a pod template per task (each worker selects its own PS), and {carrier} "
+            "has one per role: use backend native, or topology spread, isolated or none", "spec.backend"))
+    if profile.task_objects == "per-task":
+        problems.append(Problem(
+            f"the cluster profile '{profile.name}' asks for one object per task (taskObjects: per-task), and "
+            f"{carrier} has one per role: use backend native on this cluster", "spec.backend"))
+    return problems
 
 
 def with_subdomain(template: dict, subdomain: str, hostname: str | None = None) -> dict:

@@ -21,7 +21,7 @@ No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
 
 from __future__ import annotations
 
-from .. import labels, lifecycle, monitoring, names, pods
+from .. import gang, labels, lifecycle, monitoring, names, pods
 from ..model import TrainingJob
 from ..naming import Naming
 from ..plan import JobPlan, RolePlan
@@ -31,31 +31,28 @@ from . import common
 from .base import Backend, DecodedJob
 
 NAME = "native"
-# Kubernetes' annotation on an Indexed Job's pods: the pod's completion index.
-_COMPLETION_INDEX = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_COMPLETION_INDEX}']"}}
-# backoffLimitPerIndex makes the Job controller count each index's failures on its pods.
-_FAILURE_COUNT = {"fieldRef": {"fieldPath": f"metadata.annotations['{labels.JOB_INDEX_FAILURE_COUNT}']"}}
 
 NAMING = Naming(
     hostname=names.task,  # an Indexed Job `<job>-<role>` names its pods' hosts `<job>-<role>-<i>`
     address=lambda job, profile, role, index: names.task_address(job, role, index, profile.grpc_port),
-    index_source=lambda role: _COMPLETION_INDEX,
-    failures_source=_FAILURE_COUNT,
+    index_source=lambda role: common.COMPLETION_INDEX_SOURCE,
+    failures_source=common.FAILURE_COUNT_SOURCE,  # backoffLimitPerIndex makes the Job controller count them
 )
 
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
-    return []  # native expresses every topology
+    return gang.check(job, profile, NAME)  # native expresses every topology
 
 
 def _job(plan: JobPlan, name: str, role: str, template: dict, completions: int, indexed: bool) -> dict:
-    spec = {"template": template, **lifecycle.batch_job_spec(lifecycle.of(plan.job, plan.profile), indexed)}
+    ending = lifecycle.batch_job_spec(lifecycle.of(plan.job, plan.profile), indexed)
+    spec = {"template": gang.pod_template(plan, template), **ending}
     if indexed:
         spec.update(completionMode="Indexed", completions=completions, parallelism=completions)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": common.metadata(plan, name, labels.for_role(plan.job, role)),
+        "metadata": common.metadata(plan, name, {**labels.for_role(plan.job, role), **gang.workload_labels(plan)}),
         "spec": spec,
     }
 
@@ -73,7 +70,7 @@ def encode(plan: JobPlan) -> list[dict]:
     objects = [common.service(plan), common.config_map(plan), common.network_policy(plan)]
     for role in plan.roles:
         objects += _role_jobs(plan, role)
-    return objects + monitoring.objects(plan)
+    return objects + gang.objects(plan) + monitoring.objects(plan)
 
 
 def decode(objects: list[dict]) -> list[DecodedJob]:

@@ -43,7 +43,7 @@ class LocalTask:
     env: dict[str, str]  # the pod's env after the rewrites (laid over this process's env at start)
     address: str  # its TF server address here ("" for the evaluator, which serves nothing)
     cpus: tuple[int, ...] | None = None  # pinned CPUs, None: any
-    owner: str = ""  # the object whose controller runs it (its Job): a Job that fails stops all its tasks
+    owner: str = ""  # what fails with it: its Job on native (the other Jobs go on), the whole JobSet or TFJob
     counts_failures: bool = False  # its controller tells each new pod its failure count (FAILURES_ENV)
     metrics: str = ""  # host:port its Prometheus metrics are served on ("" when the pod names no metrics port)
 
@@ -70,6 +70,7 @@ class JobRequest:
     lifecycle: Lifecycle  # how failed tasks are treated (lifecycle.py)
     pods: list[Pod] = field(repr=False, default_factory=list)
     endpoint_map: str | None = None
+    fails_as_one: bool = False  # a task failing for good stops every task, not only its own object's
 
     @property
     def uses_runtime(self) -> bool:
@@ -94,7 +95,7 @@ def describe(jobs: list[DecodedJob]) -> JobRequest:
     training = json.loads(first[TRAINING_ENV]) if TRAINING_ENV in first else None
     return JobRequest(job.name, job.backend, first.get(contract.API_ENV, "tf2"),
                       first.get(contract.PROTOCOL_ENV, "grpc"), counts, cpus, training, job.lifecycle,
-                      pods, job.config.get(ENDPOINT_MAP_KEY))
+                      pods, job.config.get(ENDPOINT_MAP_KEY), job.fails_as_one)
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,8 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
         if command and command[0] in ("python", "python3"):
             command[0] = sys.executable  # this Python, which has tfjobgen (and TensorFlow)
         address = local_cluster[pod.role][pod.index] if pod.role in local_cluster else ""
-        tasks.append(LocalTask(pod.role, pod.index, command, env, address, cpus, owner=pod.owner,
+        owner = request.name if request.fails_as_one else pod.owner  # what fails with it, as its controller has it
+        tasks.append(LocalTask(pod.role, pod.index, command, env, address, cpus, owner=owner,
                                counts_failures=bool(env.get(contract.FAILURES_ENV)), metrics=metrics))
     served = [f"{t.name} http://{t.metrics}{contract.METRICS_PATH}" for t in tasks if t.metrics]
     if served:

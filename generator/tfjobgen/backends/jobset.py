@@ -1,0 +1,196 @@
+"""The JobSet backend: one jobset.x-k8s.io/v1alpha2 JobSet per job, a replicatedJob per role.
+
+What JobSet's controller does with it (kubernetes-sigs/jobset, API v1alpha2; the
+CRD in shared/crds is what the tests validate against):
+
+- each replicatedJob of `replicas: 1` becomes one child batch/v1 Job named
+  `<jobset>-<replicatedJob>-0`; ours are Indexed with completions = parallelism =
+  the role's tasks, so the Job controller names the pods' hosts `<jobset>-<role>-0-<i>`;
+- `network.enableDNSHostnames` puts every pod in the subdomain `network.subdomain`
+  and JobSet creates the headless Service of that name itself (selector: its
+  jobset-name label; `publishNotReadyAddresses` as set here). We do not emit ours:
+  two Services of one name cannot exist, and JobSet's serves the same names;
+- JobSet adds its labels and annotations (jobset-name, replicatedjob-name,
+  replicatedjob-replicas, job-index, job-global-index, job-key, restart-attempt)
+  to the child Jobs and their pods; `decode` adds them the same way.
+
+The child Jobs carry the lifecycle's batch/v1 fields unchanged (per-task budget,
+podFailurePolicy, podReplacementPolicy), so a task fails, retries and fails for good
+exactly as on the native backend. What JobSet adds:
+
+- `failurePolicy`: a child Job that failed ends the JobSet (action FailJobSet, never a
+  restart of the whole set: the per-task budget has been spent already), and JobSet then
+  deletes the other child Jobs, so no PS keeps its cores. The first rule names the
+  permanent exit codes (reason PodFailurePolicy), the second everything else.
+- `successPolicy`: the JobSet completes when the chief's child Job completes (worker's,
+  when the job has no chief: tf1 between-graph, worker 0 is chief). successPolicy counts
+  whole child Jobs, so without a chief the JobSet waits for *every* worker to finish,
+  not just worker 0: a between-graph job whose other workers never end would keep it
+  running (tfjobgen's runtime ends them; a program of your own must, or set a deadline).
+  Once complete, JobSet deletes the child Jobs still running: the PS.
+- no `dependsOn`: TensorFlow workers wait for their PS themselves, and holding the
+  workers' Job back until the PS are Ready would hide half the job from a gang scheduler.
+
+Topologies: spread, isolated and none live in the pod templates and work as on native.
+colocated needs a pod template per task (each worker selects its own PS by index),
+which one Indexed child Job per role cannot hold: `check` refuses it, and a profile's
+`taskObjects: per-task` likewise.
+"""
+
+from __future__ import annotations
+
+
+from .. import gang, labels, lifecycle, monitoring, names, pods
+from ..model import TrainingJob
+from ..naming import Naming
+from ..plan import JobPlan, RolePlan
+from ..problems import Problem
+from ..profile import ClusterProfile
+from . import common
+from .base import Backend, DecodedJob
+
+NAME = "jobset"
+API_VERSION = "jobset.x-k8s.io/v1alpha2"
+KIND = "JobSet"
+
+# JobSet's labels (also set as annotations) on child Jobs and pods (api/jobset/v1alpha2/jobset_types.go).
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
+REPLICATED_JOB_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
+JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+JOB_GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
+JOB_KEY = "jobset.sigs.k8s.io/job-key"  # a SHA-1 of "<namespace>/<child Job>", 40 hex digits
+RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+# batch/v1's reason on a Job failed by a podFailurePolicy FailJob rule: a permanent exit code.
+POD_FAILURE_POLICY_REASON = "PodFailurePolicy"
+
+
+
+def child_job(job: TrainingJob, role: str) -> str:
+    """The one child Job of a role's replicatedJob (job index 0)."""
+    return f"{names.role_workload(job, role)}-0"
+
+
+def hostname(job: TrainingJob, role: str, index: int) -> str:
+    return f"{child_job(job, role)}-{index}"
+
+
+NAMING = Naming(
+    hostname=hostname,
+    address=lambda job, profile, role, index: f"{hostname(job, role, index)}.{names.service(job)}:{profile.grpc_port}",
+    index_source=lambda role: common.COMPLETION_INDEX_SOURCE,  # child Jobs are Indexed, as native's
+    failures_source=common.FAILURE_COUNT_SOURCE,
+)
+
+
+def leader(job: TrainingJob) -> str:
+    """The role whose completion completes the job: the chief, else the workers (worker 0 is chief)."""
+    return "chief" if "chief" in job.roles else "worker"
+
+
+def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
+    problems = common.one_template_per_role(job, profile, "a JobSet (a replicatedJob of one Indexed Job per role)")
+    longest = max((hostname(job, role, spec.replicas - 1) for role, spec in job.roles.items()), key=len)
+    if len(longest) > names.DNS_LABEL_MAX:
+        room = names.DNS_LABEL_MAX - (len(longest) - len(job.name))
+        problems.append(Problem(
+            f"JobSet names a pod's host '{longest}', {len(longest)} characters; Kubernetes allows "
+            f"{names.DNS_LABEL_MAX}: shorten the name to at most {room} characters", "metadata.name"))
+    return problems + gang.check(job, profile, NAME)
+
+
+def _replicated_job(plan: JobPlan, role: RolePlan) -> dict:
+    job = plan.job
+    template = gang.pod_template(plan, role.template)
+    spec = {"completionMode": "Indexed", "completions": role.replicas, "parallelism": role.replicas,
+            **lifecycle.batch_job_spec(lifecycle.of(job, plan.profile), indexed=True), "template": template}
+    return {"name": role.role, "replicas": 1,
+            "template": {"metadata": {"labels": labels.for_role(job, role.role)}, "spec": spec}}
+
+
+def failure_policy(plan: JobPlan) -> dict:
+    rules = []
+    if lifecycle.of(plan.job, plan.profile).permanent_exit_codes:
+        rules.append({"action": "FailJobSet", "name": "permanent-exit-code",
+                      "onJobFailureReasons": [POD_FAILURE_POLICY_REASON]})
+    rules.append({"action": "FailJobSet", "name": "task-failed-for-good"})  # no reasons: matches any
+    return {"maxRestarts": 0, "rules": rules}
+
+
+def encode(plan: JobPlan) -> list[dict]:
+    job = plan.job
+    jobset = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": common.metadata(plan, job.name, {**labels.recommended(job, "training"),
+                                                     **gang.workload_labels(plan)}),
+        "spec": {
+            "failurePolicy": failure_policy(plan),
+            "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True,
+                        "subdomain": names.service(job)},
+            "replicatedJobs": [_replicated_job(plan, role) for role in plan.roles],
+            "successPolicy": {"operator": "All", "targetReplicatedJobs": [leader(job)]},
+        },
+    }
+    return [common.config_map(plan), common.network_policy(plan), jobset] + gang.objects(plan) + monitoring.objects(plan)
+
+
+# ---- reading back: JobSet's controller, then the Job controller --------------------------
+
+def _child_jobs(jobset: dict) -> list[tuple[dict, dict]]:
+    """(child Job, JobSet's labels on it and its pods) for every child Job JobSet creates."""
+    import hashlib  # here, not at the top: decoding is never on the KRM function's path
+
+    meta, spec = jobset["metadata"], jobset["spec"]
+    name, namespace = meta["name"], meta.get("namespace", "")
+    network = spec.get("network") or {}
+    subdomain = network.get("subdomain") or name
+    found, global_index = [], 0
+    for replicated in spec.get("replicatedJobs", []):
+        for index in range(replicated.get("replicas", 1)):
+            job_name = f"{name}-{replicated['name']}-{index}"
+            marks = {JOBSET_NAME: name, REPLICATED_JOB_NAME: replicated["name"],
+                     REPLICATED_JOB_REPLICAS: str(replicated.get("replicas", 1)), JOB_INDEX: str(index),
+                     JOB_GLOBAL_INDEX: str(global_index), RESTART_ATTEMPT: "0",
+                     JOB_KEY: hashlib.sha1(f"{namespace}/{job_name}".encode()).hexdigest()}  # noqa: S324 - a name
+            template = replicated["template"]
+            pod_template = template["spec"]["template"]
+            if network.get("enableDNSHostnames"):
+                pod_template = common.with_subdomain(pod_template, subdomain)
+            child = {"apiVersion": "batch/v1", "kind": "Job",
+                     "metadata": {"labels": {**template.get("metadata", {}).get("labels", {}), **marks},
+                                  "name": job_name, "namespace": namespace},
+                     "spec": {**template["spec"], "template": pod_template}}
+            found.append((child, marks))
+            global_index += 1
+    return found
+
+
+def decode(objects: list[dict]) -> list[DecodedJob]:
+    """Every job run by a JobSet among `objects`, each task as JobSet's child Job creates its pod."""
+    config_maps = common.config_maps(objects)
+    found = []
+    for (namespace, name), members in sorted(common.by_job(objects).items()):
+        jobsets = [o for o in members if o.get("kind") == KIND and o.get("apiVersion") == API_VERSION]
+        if not jobsets:
+            continue
+        children = _child_jobs(jobsets[0])
+        task_pods = sorted((p for child, marks in children
+                            for p in pods.job_pods(child, config_maps, marks, marks)), key=common.task_order)
+        found.append(DecodedJob(namespace, name, NAME, members, task_pods,
+                                lifecycle.from_batch_job_spec(children[0][0]["spec"]),
+                                common.cluster_config(members), [_service(jobsets[0])], fails_as_one=True))
+    return found
+
+
+def _service(jobset: dict) -> dict:
+    """The headless Service JobSet's controller creates for the subdomain (createHeadlessSvcIfNotExist)."""
+    meta, network = jobset["metadata"], jobset["spec"].get("network") or {}
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": network.get("subdomain") or meta["name"], "namespace": meta.get("namespace", "")},
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": network.get("publishNotReadyAddresses", True),
+                     "selector": {JOBSET_NAME: meta["name"]}}}
+
+
+BACKEND = Backend(NAME, NAMING, check, encode, decode)
+

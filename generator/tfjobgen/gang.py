@@ -1,0 +1,145 @@
+"""Gang admission: a job's pods are admitted all together or not at all (the profile's spec.gang).
+
+Without a gang a busy cluster admits part of a job: some PS and workers Running and
+holding their exclusive cores, the rest Pending, and TensorFlow waiting for tasks that
+never come. Two such jobs can each hold half the room the other needs and wait for each
+other for good (kubeflow/training-operator #165, #948). Each scheduler says "all or
+nothing" its own way:
+
+- volcano: pods get `schedulerName: volcano` and the annotation scheduling.k8s.io/group-name
+  naming a scheduling.volcano.sh/v1beta1 PodGroup with minMember = every task and
+  minResources = their requests; Volcano binds none of them until all fit. One PodGroup
+  may span several Jobs, so native and jobset get the same one.
+- scheduler-plugins: the coscheduling plugin's scheduling.x-k8s.io/v1alpha1 PodGroup
+  (minMember, minResources, scheduleTimeoutSeconds) and the pod label
+  scheduling.x-k8s.io/pod-group; pods go to the second scheduler the profile names.
+- kueue: the label kueue.x-k8s.io/queue-name on the workload object. Kueue turns a JobSet
+  (one PodSet per replicatedJob) or a TFJob (one per replica type) into one Workload and
+  admits it whole. A batch/v1 Job is a Workload of its own, so on native Kueue admits the
+  PS Job and the worker Job separately: no gang, and `check` warns. A Workload holds at
+  most 18 PodSets (the CRD's maxItems); our jobs have at most 4 roles.
+- tfjob: the TFJob operator creates the PodGroup itself from runPolicy.schedulingPolicy
+  when it runs with --gang-scheduler-name (volcano, or a scheduler-plugins scheduler);
+  tfjob.py writes that policy instead of our own PodGroup.
+
+Pure functions of the plan; the backends call them.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from . import labels, quantity
+from .model import TrainingJob
+from .problems import WARNING, Problem
+from .profile import ClusterProfile
+
+VOLCANO_SCHEDULER = "volcano"
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+VOLCANO_API = "scheduling.volcano.sh/v1beta1"
+COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
+COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_MAX_POD_SETS = 18  # Workload.spec.podSets maxItems (kueue.x-k8s.io CRD)
+
+
+def scheduler(plan) -> str:
+    """The plan's profile's gang scheduler: none, volcano, scheduler-plugins or kueue."""
+    return plan.profile.gang.scheduler
+
+
+def pod_sets(job: TrainingJob, backend: str) -> int:
+    """How many PodSets Kueue's Workload for this job holds (one per role on jobset and tfjob)."""
+    return len(job.roles) if backend in ("jobset", "tfjob") else 1
+
+
+def check(job: TrainingJob, profile: ClusterProfile, backend: str) -> list[Problem]:
+    gang = profile.gang
+    if gang.scheduler != "kueue":
+        return []
+    if backend == "native":
+        return [Problem(
+            f"the cluster profile '{profile.name}' queues jobs with Kueue, which admits each batch/v1 Job on its own: "
+            "this job's PS and workers may be admitted apart and wait for each other holding their cores; "
+            "backend jobset (or tfjob) is admitted as one Workload", "spec.backend", severity=WARNING)]
+    if pod_sets(job, backend) > KUEUE_MAX_POD_SETS:
+        return [Problem(f"Kueue's Workload holds at most {KUEUE_MAX_POD_SETS} PodSets; this job needs "
+                        f"{pod_sets(job, backend)}", "spec.roles")]
+    return []
+
+
+def group_name(job: TrainingJob) -> str:
+    return job.name
+
+
+def pod_template(plan, template: dict) -> dict:
+    """A copy of `template` with what the gang scheduler needs on every pod (itself when none)."""
+    chosen = scheduler(plan)
+    if chosen not in ("volcano", "scheduler-plugins"):
+        return template
+    meta = dict(template.get("metadata", {}))
+    if chosen == "volcano":
+        meta["annotations"] = {**meta.get("annotations", {}), VOLCANO_GROUP_ANNOTATION: group_name(plan.job)}
+        name = VOLCANO_SCHEDULER
+    else:
+        meta["labels"] = {**meta.get("labels", {}), COSCHEDULING_LABEL: group_name(plan.job)}
+        name = plan.profile.gang.scheduler_name
+    return {**template, "metadata": meta, "spec": {**template["spec"], "schedulerName": name}}
+
+
+def workload_labels(plan) -> dict[str, str]:
+    """Labels for the object Kueue turns into a Workload (the JobSet, the TFJob, a native Job)."""
+    if scheduler(plan) == "kueue":
+        return {KUEUE_QUEUE_LABEL: plan.profile.gang.queue}
+    return {}
+
+
+def min_resources(plan) -> dict[str, str]:
+    """The requests of every task together: what must be free before any pod is bound."""
+    cpu, memory = Fraction(0), Fraction(0)
+    for task in plan.tasks:
+        for container in task.template["spec"]["containers"]:
+            requests = (container.get("resources") or {}).get("requests") or {}
+            cpu += quantity.parse(requests.get("cpu", 0)) or 0
+            memory += quantity.parse(requests.get("memory", 0)) or 0
+    result = {}
+    if cpu:
+        result["cpu"] = quantity.cpu_text(cpu)
+    if memory:
+        text = quantity.describe_bytes(memory)  # "22Gi" when exact, else the bytes
+        result["memory"] = text if quantity.parse(text) == memory else str(math.ceil(memory))
+    return result
+
+
+def scheduling_policy(plan) -> dict | None:
+    """A TFJob's runPolicy.schedulingPolicy: what the operator makes its PodGroup from (None: no gang)."""
+    if scheduler(plan) not in ("volcano", "scheduler-plugins"):
+        return None
+    policy: dict = {"minAvailable": len(plan.tasks), "scheduleTimeoutSeconds": plan.profile.gang.schedule_timeout_seconds}
+    resources = min_resources(plan)
+    if resources:
+        policy["minResources"] = resources
+    if scheduler(plan) == "volcano" and plan.profile.gang.queue:
+        policy["queue"] = plan.profile.gang.queue
+    return policy
+
+
+def objects(plan) -> list[dict]:
+    """The PodGroup of a job on native or jobset (none for kueue or no gang)."""
+    chosen, job = scheduler(plan), plan.job
+    if chosen not in ("volcano", "scheduler-plugins"):
+        return []
+    spec: dict = {"minMember": len(plan.tasks)}
+    resources = min_resources(plan)
+    if resources:
+        spec["minResources"] = resources
+    if chosen == "volcano":
+        api = VOLCANO_API
+        if plan.profile.gang.queue:
+            spec["queue"] = plan.profile.gang.queue
+    else:
+        api = COSCHEDULING_API
+        spec["scheduleTimeoutSeconds"] = plan.profile.gang.schedule_timeout_seconds
+    meta = {"labels": labels.recommended(job, "cluster"), "name": group_name(job), "namespace": job.namespace}
+    return [{"apiVersion": api, "kind": "PodGroup", "metadata": meta, "spec": spec}]

@@ -1,0 +1,349 @@
+"""What the jobset and tfjob backends and gang admission emit, held to the real schemas and controllers' rules.
+
+- every example job renders on every backend, under every gang scheduler, or is refused
+  with an error that names what to use instead;
+- custom resources (JobSet, TFJob, both PodGroups) validate against the upstream CRDs in
+  ../shared/crds (skipped with the reason when the folder is absent, a failure under
+  TFJOBGEN_REQUIRE_TOOLS=1); built-in objects, the child Jobs JobSet creates and every
+  decoded pod pass kubernetes-validate --strict for 1.30, 1.33 and 1.37;
+- names, TF_CONFIG, success and failure rules as JobSet's controller and the TFJob
+  operator give them, written out literally so a reader can check them against their docs.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from conftest import JOBS
+from gitops.gitops_support import crd_dir
+from tfjobgen import backends, contract, gang, lifecycle, pipeline, source
+from tfjobgen.backends import jobset, tfjob
+from tfjobgen.gitops import crds
+from tfjobgen.problems import has_errors
+
+JOB_FILES = sorted(p for p in JOBS.glob("*.yaml") if p.name != "kustomization.yaml")
+SCHEDULERS = ("none", "volcano", "scheduler-plugins", "kueue")
+SUPPORTED = ("1.30", "1.33", "1.37")
+
+
+def profile(scheduler: str = "none", **gang_fields) -> pipeline.ClusterProfile:
+    spec = {"gang": {"scheduler": scheduler, **({"queue": "team-a"} if scheduler == "kueue" else {}), **gang_fields}}
+    return pipeline.profile_from({"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile",
+                                  "metadata": {"name": "test"}, "spec": spec})
+
+
+def expand(path, backend: str, chosen: pipeline.ClusterProfile, **spec) -> pipeline.Expansion:
+    document = source.parse_documents(source.read_text(str(path)), str(path))[0]
+    data = json.loads(json.dumps(document.data))
+    data["spec"].update(backend=backend, **spec)
+    return pipeline.expand([pipeline.Intent(data, str(path), document)], chosen)
+
+
+SMALL = {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "small", "namespace": "ml"},
+         "spec": {"image": "registry.example.com/ml/tf:2.21", "roles": {
+             "chief": {"cpu": 2, "memory": "4Gi"}, "evaluator": {"cpu": 1, "memory": "2Gi"},
+             "ps": {"replicas": 2, "cpu": 2, "memory": "4Gi"}, "worker": {"replicas": 2, "cpu": 2, "memory": "4Gi"}}}}
+
+
+def expand_small(backend: str, chosen: pipeline.ClusterProfile) -> list[dict]:
+    """A chief, an evaluator, 2 PS and 2 workers in namespace ml: small enough to write out what it becomes."""
+    data = json.loads(json.dumps(SMALL))
+    data["spec"]["backend"] = backend
+    expansion = pipeline.expand([pipeline.Intent(data, "small.yaml")], chosen)
+    assert expansion.ok, expansion.problems
+    return expansion.objects[0]
+
+
+@functools.cache
+def _validator():
+    import kubernetes_validate.utils as kv
+
+    kv.schema_contents = functools.lru_cache(maxsize=None)(kv.schema_contents)
+    return kv
+
+
+def _strict_errors(obj: dict, version: str) -> list[str]:
+    kv = _validator()
+    try:
+        kv.validate(obj, version, strict=True)
+    except kv.ValidationError as err:
+        return [f"{obj['kind']} {obj['metadata'].get('name')}: {err.message} at {list(err.path)}"]
+    return []
+
+
+def _as_pod(pod) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"annotations": pod.annotations, "labels": pod.labels,
+            "name": pod.hostname, "namespace": pod.namespace}, "spec": pod.spec}
+
+
+@pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_every_example_job_renders_on_every_backend_or_is_refused_clearly(backend, scheduler):
+    rendered = 0
+    for path in JOB_FILES:
+        expansion = expand(path, backend, profile(scheduler))
+        if not expansion.ok:
+            errors = [p for p in expansion.problems if p.severity == "error"]
+            assert errors and all(p.file == str(path) and p.line > 0 for p in errors), path.name
+            assert any("use backend native" in p.message for p in errors), [p.message for p in errors]
+            continue
+        rendered += 1
+        (decoded,) = backends.decode(expansion.objects[0])
+        assert decoded.backend == backend
+        assert len(decoded.pods) == sum(r.get("replicas", 1) for r in _roles(path).values())
+    assert rendered >= 5, f"{backend} rendered only {rendered} example jobs"
+
+
+def _roles(path) -> dict:
+    return source.parse_documents(source.read_text(str(path)), str(path))[0].data["spec"]["roles"]
+
+
+def _all_objects(scheduler: str) -> list[dict]:
+    found = []
+    for backend in sorted(backends.BACKENDS):
+        for path in JOB_FILES:
+            expansion = expand(path, backend, profile(scheduler))
+            if expansion.ok:
+                found += expansion.objects[0]
+    return found
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_custom_resources_validate_against_the_upstream_crds(scheduler):
+    schemas = crds.load(crd_dir())
+    kinds, failures = set(), []
+    for obj in _all_objects(scheduler):
+        errors = crds.crd_errors(obj, schemas)
+        if errors is None:
+            continue
+        kinds.add(obj["kind"])
+        failures += [f"{obj['kind']} {obj['metadata']['name']}: {e}" for e in errors]
+    assert not failures, "\n".join(failures[:10])
+    expected = {"JobSet", "TFJob"} | ({"PodGroup"} if scheduler in ("volcano", "scheduler-plugins") else set())
+    assert kinds == expected
+
+
+def test_the_crd_check_can_fail():
+    schemas = crds.load(crd_dir())
+    (obj,) = [o for o in expand(JOB_FILES[0], "jobset", profile()).objects[0] if o["kind"] == "JobSet"]
+    wrong = json.loads(json.dumps(obj))
+    wrong["spec"]["failurePolicy"]["rules"][0]["action"] = "RestartEverything"
+    assert any("RestartEverything" in e for e in crds.crd_errors(wrong, schemas))
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_built_in_objects_child_jobs_and_pods_pass_strict_validation(version):
+    failures = []
+    for backend in ("jobset", "tfjob"):
+        for scheduler in ("none", "volcano"):
+            for path in JOB_FILES:
+                expansion = expand(path, backend, profile(scheduler))
+                if not expansion.ok:
+                    continue
+                objects = expansion.objects[0]
+                for obj in objects:
+                    if obj["apiVersion"] in ("v1", "networking.k8s.io/v1"):
+                        failures += _strict_errors(obj, version)
+                for obj in objects:
+                    if obj["kind"] == "JobSet":
+                        failures += [e for child, _ in jobset._child_jobs(obj) for e in _strict_errors(child, version)]
+                (decoded,) = backends.decode(objects)
+                sample = decoded.pods[:3] + decoded.pods[-2:]  # every role's first and the last pods
+                failures += [e for pod in sample for e in _strict_errors(_as_pod(pod), version)]
+    assert not failures, "\n".join(failures[:10])
+
+
+# ---- JobSet ---------------------------------------------------------------------------------
+
+def _only(objects: list[dict], kind: str) -> dict:
+    (found,) = [o for o in objects if o["kind"] == kind]
+    return found
+
+
+def test_jobset_names_pods_as_its_child_jobs_do_and_lets_jobset_make_the_service():
+    objects = expand(JOBS / "scene2-case1.yaml", "jobset", profile()).objects[0]
+    assert "Service" not in {o["kind"] for o in objects}, "JobSet creates the headless Service <jobset> itself"
+    spec = _only(objects, "JobSet")["spec"]
+    assert spec["network"] == {"enableDNSHostnames": True, "publishNotReadyAddresses": True,
+                               "subdomain": "scene2-case1"}
+    assert [(r["name"], r["replicas"], r["template"]["spec"]["completions"]) for r in spec["replicatedJobs"]] == \
+        [("ps", 1, 1), ("worker", 1, 10)]
+    (decoded,) = backends.decode(objects)
+    worker = decoded.pods[-1]
+    assert (worker.hostname, worker.subdomain) == ("scene2-case1-worker-0-9", "scene2-case1")
+    assert worker.labels[jobset.JOBSET_NAME] == "scene2-case1"
+    assert worker.labels[jobset.REPLICATED_JOB_NAME] == "worker"
+    assert worker.labels["batch.kubernetes.io/job-name"] == "scene2-case1-worker-0"
+    config = json.loads(worker.env[contract.TF_CONFIG])
+    assert config["cluster"]["ps"] == ["scene2-case1-ps-0-0.scene2-case1:2222"]
+    assert config["task"] == {"index": 9, "type": "worker"}
+
+
+def test_jobset_succeeds_with_its_chief_or_its_workers_and_fails_on_any_task_failed_for_good():
+    without_chief = _only(expand(JOBS / "scene2-case1.yaml", "jobset", profile()).objects[0], "JobSet")["spec"]
+    assert without_chief["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
+    with_chief = _only(expand(JOBS / "wide-deep.yaml", "jobset", profile()).objects[0], "JobSet")["spec"]
+    assert with_chief["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["chief"]}
+    policy = with_chief["failurePolicy"]
+    assert policy["maxRestarts"] == 0 and {r["action"] for r in policy["rules"]} == {"FailJobSet"}
+    assert policy["rules"][0]["onJobFailureReasons"] == ["PodFailurePolicy"]
+    child = with_chief["replicatedJobs"][0]["template"]["spec"]
+    rules = child["podFailurePolicy"]["rules"]
+    assert rules[-1]["onExitCodes"]["values"] == list(contract.PERMANENT_EXIT_CODES)
+    (decoded,) = backends.decode(expand(JOBS / "wide-deep.yaml", "jobset", profile()).objects[0])
+    assert decoded.lifecycle.permanent_exit_codes == contract.PERMANENT_EXIT_CODES
+
+
+def test_jobset_refuses_colocated_and_names_the_backend_that_can():
+    expansion = expand(JOBS / "scene1-case1.yaml", "jobset", profile())
+    (error,) = [p for p in expansion.problems if p.severity == "error"]
+    assert error.field == "spec.backend" and "topology colocated" in error.message
+    assert "use backend native" in error.message and expansion.objects == [[]]
+
+
+def test_jobset_refuses_a_name_whose_pod_hosts_outgrow_a_dns_label():
+    long_name = "a" * 53  # native's `<name>-worker-9` fits in 63, JobSet's `<name>-worker-0-9` does not
+    document = source.parse_documents(source.read_text(str(JOBS / "scene2-case1.yaml")), "job.yaml")[0]
+    data = json.loads(json.dumps(document.data))
+    data["metadata"]["name"] = long_name
+    for backend, refused in (("native", False), ("jobset", True)):
+        data["spec"]["backend"] = backend
+        result = pipeline.expand([pipeline.Intent(data, "job.yaml", document)], profile())
+        assert (not result.ok) == refused, backend
+    assert "shorten the name to at most 52 characters" in " ".join(p.message for p in result.problems)
+
+
+# ---- TFJob ----------------------------------------------------------------------------------
+
+def test_tfjob_pods_get_tf_config_exactly_as_the_operator_writes_it():
+    objects = expand_small("tfjob", profile())
+    spec = _only(objects, "TFJob")["spec"]
+    assert sorted(spec["tfReplicaSpecs"]) == ["Chief", "Evaluator", "PS", "Worker"]
+    for replica in spec["tfReplicaSpecs"].values():
+        container = replica["template"]["spec"]["containers"][0]
+        assert container["name"] == "tensorflow" and container["ports"][0]["name"] == "tfjob-port"
+        assert contract.TF_CONFIG not in {e["name"] for e in container["env"]}, "the operator writes TF_CONFIG"
+        assert replica["restartPolicy"] == "ExitCode"
+    assert spec["runPolicy"]["cleanPodPolicy"] == "Running"
+    (decoded,) = backends.decode(objects)
+    chief = decoded.pods[0]
+    # Go's json.Marshal of the operator's TFConfig: cluster, task (type, index), environment; keys sorted in cluster.
+    assert chief.env[contract.TF_CONFIG] == (
+        '{"cluster":{"chief":["small-chief-0.ml.svc:2222"],'
+        '"ps":["small-ps-0.ml.svc:2222","small-ps-1.ml.svc:2222"],'
+        '"worker":["small-worker-0.ml.svc:2222","small-worker-1.ml.svc:2222"]},'
+        '"task":{"type":"chief","index":0},"environment":"cloud"}')
+    evaluator = next(p for p in decoded.pods if p.role == "evaluator")
+    assert "evaluator" not in json.loads(evaluator.env[contract.TF_CONFIG])["cluster"]
+    assert chief.labels[tfjob.REPLICA_TYPE_LABEL] == "chief" and chief.labels[tfjob.JOB_ROLE_LABEL] == "master"
+
+
+def test_tfjob_exit_codes_below_128_fail_the_job_and_signals_give_a_new_pod():
+    (decoded,) = backends.decode(expand(JOBS / "wide-deep.yaml", "tfjob", profile()).objects[0])
+    rules = decoded.lifecycle
+    assert lifecycle.after_failure(rules, contract.EXIT_SETUP, False, 0, 0).fails_job
+    assert lifecycle.after_failure(rules, contract.EXIT_FAILED, False, 0, 0).fails_job, "ExitCode: 1 is permanent"
+    assert not lifecycle.after_failure(rules, 137, False, 0, 0).fails_job, "killed by a signal: a new pod"
+
+
+def test_tfjob_endpoint_map_keys_are_the_operators_addresses():
+    objects = expand(JOBS / "deeprec-starserver.yaml", "tfjob", profile()).objects[0]
+    (decoded,) = backends.decode(objects)
+    cluster = json.loads(decoded.pods[0].env[contract.TF_CONFIG])["cluster"]
+    entries = dict(line.split("=") for line in decoded.config[contract.ENDPOINT_MAP_KEY].splitlines())
+    assert set(entries) == {a for hosts in cluster.values() for a in hosts}
+    assert all(v.endswith(".svc.cluster.local:" + v.rsplit(":", 1)[1]) and v.count(".svc") == 1
+               for v in entries.values())
+
+
+# ---- gang admission -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", ("native", "jobset"))
+def test_volcano_gets_one_podgroup_of_every_task_and_every_pod_names_it(backend):
+    objects = expand(JOBS / "wide-deep.yaml", backend, profile("volcano", queue="training")).objects[0]
+    group = _only(objects, "PodGroup")
+    (decoded,) = backends.decode(objects)
+    assert group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert group["spec"]["minMember"] == len(decoded.pods) and group["spec"]["queue"] == "training"
+    assert set(group["spec"]["minResources"]) == {"cpu", "memory"}
+    for pod in decoded.pods:
+        assert pod.spec["schedulerName"] == "volcano"
+        assert pod.annotations[gang.VOLCANO_GROUP_ANNOTATION] == group["metadata"]["name"]
+
+
+def test_scheduler_plugins_label_every_pod_and_use_the_profiles_scheduler():
+    chosen = profile("scheduler-plugins", schedulerName="coscheduler")
+    objects = expand(JOBS / "wide-deep.yaml", "jobset", chosen).objects[0]
+    group = _only(objects, "PodGroup")
+    assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1" and group["spec"]["scheduleTimeoutSeconds"] == 600
+    for pod in backends.pods_of(objects):
+        assert pod.spec["schedulerName"] == "coscheduler"
+        assert pod.labels[gang.COSCHEDULING_LABEL] == group["metadata"]["name"]
+
+
+def test_tfjob_leaves_the_podgroup_to_the_operator():
+    objects = expand_small("tfjob", profile("volcano", queue="training"))
+    assert "PodGroup" not in {o["kind"] for o in objects}
+    policy = _only(objects, "TFJob")["spec"]["runPolicy"]["schedulingPolicy"]
+    assert policy == {"minAvailable": 6, "minResources": {"cpu": "11", "memory": "22Gi"},
+                      "queue": "training", "scheduleTimeoutSeconds": 600}
+
+
+def test_kueue_labels_the_workload_object_only_and_warns_on_native():
+    for backend, kind in (("jobset", "JobSet"), ("tfjob", "TFJob")):
+        expansion = expand(JOBS / "wide-deep.yaml", backend, profile("kueue"))
+        top = _only(expansion.objects[0], kind)
+        assert top["metadata"]["labels"][gang.KUEUE_QUEUE_LABEL] == "team-a"
+        assert gang.KUEUE_QUEUE_LABEL not in json.dumps(top["spec"]), "not on child Jobs or pods"
+        assert not [p for p in expansion.problems if "Kueue" in p.message]
+    native = expand(JOBS / "wide-deep.yaml", "native", profile("kueue"))
+    assert native.ok
+    (warning,) = [p for p in native.problems if "Kueue" in p.message]
+    assert warning.severity == "warning" and "backend jobset" in warning.message
+
+
+def test_kueue_without_a_queue_is_a_profile_error():
+    expansion = expand(JOBS / "wide-deep.yaml", "jobset", pipeline.profile_from({
+        "apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "t"},
+        "spec": {"gang": {"scheduler": "kueue"}}}))
+    assert not expansion.ok
+    assert any(p.field == "spec.gang.queue" for p in expansion.problems if has_errors([p]))
+
+
+# ---- DNS: every TF_CONFIG address reaches its task, through the Services the controllers create ----
+
+@pytest.mark.parametrize("backend", ("jobset", "tfjob"))
+def test_every_address_reaches_its_task_through_the_controllers_services(backend):
+    from cluster_dns import ClusterDNS
+
+    for path in JOB_FILES:
+        expansion = expand(path, backend, profile())
+        if not expansion.ok:
+            continue
+        (decoded,) = backends.decode(expansion.objects[0])
+        assert decoded.created, "the controller's Services"
+        by_task = {(p.role, p.index): p for p in decoded.pods}
+        objects = expansion.objects[0] + decoded.created
+        # JobSet publishes not-ready addresses, as native does; the operator's Services do not, so a TFJob's
+        # names resolve once the peer pod is Ready (no readiness probe: once its container runs).
+        dns = ClusterDNS(objects, decoded.pods, ready=backend == "tfjob")
+        not_ready = ClusterDNS(objects, decoded.pods)
+        for pod in decoded.pods:
+            for role, addresses in json.loads(pod.env[contract.TF_CONFIG])["cluster"].items():
+                for index, address in enumerate(addresses):
+                    host = address.rsplit(":", 1)[0]
+                    assert dns.resolve(host, pod.namespace) is by_task[(role, index)], f"{path.name}: {address}"
+                    assert (not_ready.resolve(host, pod.namespace) is None) == (backend == "tfjob")
+
+
+def test_tfjob_warns_of_permanent_exit_codes_the_operator_retries():
+    data = json.loads(json.dumps(SMALL))
+    data["spec"].update(backend="tfjob", command=["python", "/app/train.py"],
+                        failurePolicy={"permanentExitCodes": [3, 137], "activeDeadlineSeconds": 3600})
+    expansion = pipeline.expand([pipeline.Intent(data, "small.yaml")], profile())
+    assert expansion.ok
+    (warning,) = [p for p in expansion.problems if p.field == "spec.failurePolicy.permanentExitCodes"]
+    assert warning.severity == "warning" and "137 cannot fail the job" in warning.message
