@@ -237,3 +237,24 @@ def test_tensorboard_needs_storage_its_own_pod_can_read(tmp_path):
     assert local.field == "spec.training.modelDir" and "gs://" in local.message
     (own,) = [p for p in problems_of(TENSORBOARD_JOB % "  command: [python, train.py]\n", tmp_path) if p.is_error]
     assert own.field == "spec.tensorboard.logDir"
+
+
+@pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
+def test_the_pod_alerts_select_the_pods_each_controller_names(backend, tmp_path):
+    """kube-state-metrics knows pods by name: the Pending and Failed alerts must match the names the
+    Job controller (`<job>-<index>-<random>`, also under JobSet) and the TFJob operator
+    (`<tfjob>-<type>-<index>`, no suffix) give the job's pods, and no other job's."""
+    import re
+
+    job = tmp_path / "job.yaml"
+    job.write_text((REPO / "jobs" / "wide-deep.yaml").read_text().replace(
+        "spec:\n", f"spec:\n  backend: {backend}\n", 1))
+    objects = render(job, profile=GOLDEN_GPU / "profile.yaml")
+    [rule] = _of_kind(objects, "PrometheusRule")
+    patterns = {m for r in rule["spec"]["groups"][0]["rules"] for m in re.findall(r'pod=~"([^"]+)"', r["expr"])}
+    assert len(patterns) == 1, patterns
+    pattern = re.compile(patterns.pop())  # PromQL anchors =~ at both ends: fullmatch
+    pods = backends.pods_of(objects)
+    names = [p.hostname if backend == "tfjob" else f"{p.owner}-{p.index}-x7k2p" for p in pods]
+    assert all(pattern.fullmatch(n) for n in names), [n for n in names if not pattern.fullmatch(n)]
+    assert not pattern.fullmatch("wide-deep-eval-0-x7k2p") and not pattern.fullmatch("other-ps-0-x7k2p")
