@@ -11,7 +11,6 @@ The JSON is written with sorted keys, so the same plan gives the same bytes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 from . import contract, names
@@ -23,6 +22,8 @@ _HEIGHT = 8
 
 def _uid(plan: JobPlan) -> str:
     """Stable per namespace/job and within Grafana's 40 characters."""
+    import hashlib  # here: its import is a twentieth of the KRM function's start, needed only with dashboards
+
     return "tfjobgen-" + hashlib.sha256(f"{plan.job.namespace}/{plan.job.name}".encode()).hexdigest()[:20]
 
 
