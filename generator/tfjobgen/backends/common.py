@@ -119,6 +119,15 @@ def by_job(objects: list[dict]) -> dict[tuple[str, str], list[dict]]:
     return groups
 
 
+def jobs_carried_by(objects: list[dict], api_version: str, kind: str):
+    """(namespace, job, the job's objects, those of them of this kind) for every job, in name order,
+    that has objects of this kind: where each backend's decode starts."""
+    for (namespace, name), members in sorted(by_job(objects).items()):
+        carriers = [o for o in members if o.get("kind") == kind and o.get("apiVersion") == api_version]
+        if carriers:
+            yield namespace, name, members, carriers
+
+
 def config_maps(objects: list[dict]) -> dict[tuple[str, str], dict]:
     """(namespace, name) -> data, for every ConfigMap among objects (the kubelet reads env from them)."""
     return {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o.get("data", {})

@@ -170,10 +170,7 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job run by a JobSet among `objects`, each task as JobSet's child Job creates its pod."""
     config_maps = common.config_maps(objects)
     found = []
-    for (namespace, name), members in sorted(common.by_job(objects).items()):
-        jobsets = [o for o in members if o.get("kind") == KIND and o.get("apiVersion") == API_VERSION]
-        if not jobsets:
-            continue
+    for namespace, name, members, jobsets in common.jobs_carried_by(objects, API_VERSION, KIND):
         children = _child_jobs(jobsets[0])
         task_pods = sorted((p for child, marks in children
                             for p in pods.job_pods(child, config_maps, marks, marks)), key=common.task_order)

@@ -77,10 +77,7 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job run by batch/v1 Jobs among `objects`, each task as the Job controller creates its pod."""
     config_maps = common.config_maps(objects)
     found = []
-    for (namespace, name), members in sorted(common.by_job(objects).items()):
-        jobs = [o for o in members if o.get("kind") == "Job" and o.get("apiVersion") == "batch/v1"]
-        if not jobs:
-            continue
+    for namespace, name, members, jobs in common.jobs_carried_by(objects, "batch/v1", "Job"):
         task_pods = sorted((p for job in jobs for p in pods.job_pods(job, config_maps)), key=common.task_order)
         found.append(DecodedJob(namespace, name, NAME, members, task_pods,
                                 lifecycle.from_batch_job_spec(jobs[0]["spec"]), common.cluster_config(members)))

@@ -179,10 +179,7 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job run by a TFJob among `objects`, each task as the operator creates its pod."""
     config_maps = common.config_maps(objects)
     found = []
-    for (namespace, name), members in sorted(common.by_job(objects).items()):
-        tfjobs = [o for o in members if o.get("kind") == KIND and o.get("apiVersion") == API_VERSION]
-        if not tfjobs:
-            continue
+    for namespace, name, members, tfjobs in common.jobs_carried_by(objects, API_VERSION, KIND):
         spec = tfjobs[0]["spec"]
         task_pods = sorted(_pods(tfjobs[0], config_maps), key=common.task_order)
         found.append(DecodedJob(namespace, name, NAME, members, task_pods,
