@@ -111,6 +111,7 @@ def _all_objects(scheduler: str) -> list[dict]:
     return found
 
 
+@pytest.mark.slow  # seconds of CPU: every example job rendered and validated
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
 def test_custom_resources_validate_against_the_upstream_crds(scheduler):
     schemas = crds.load(crd_dir())
@@ -126,6 +127,7 @@ def test_custom_resources_validate_against_the_upstream_crds(scheduler):
     assert kinds == expected
 
 
+@pytest.mark.slow  # seconds of CPU: every example job rendered and validated
 def test_the_crd_check_can_fail():
     schemas = crds.load(crd_dir())
     (obj,) = [o for o in expand(JOB_FILES[0], "jobset", profile()).objects[0] if o["kind"] == "JobSet"]
@@ -134,6 +136,7 @@ def test_the_crd_check_can_fail():
     assert any("RestartEverything" in e for e in crds.crd_errors(wrong, schemas))
 
 
+@pytest.mark.slow  # seconds of CPU: every example job rendered and validated
 @pytest.mark.parametrize("version", SUPPORTED)
 def test_built_in_objects_child_jobs_and_pods_pass_strict_validation(version):
     failures = []

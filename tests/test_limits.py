@@ -72,6 +72,7 @@ def test_the_limit_is_this_kernels():
     assert _exec_with({name: value + "x"}) == errno.E2BIG
 
 
+@pytest.mark.slow  # seconds of CPU: the largest accepted environment, built and started
 def test_the_pod_environment_of_the_largest_accepted_job_starts_and_one_more_worker_does_not():
     """The real env a kubelet would give the last worker (pods.py resolves it), exec'd by the kernel."""
     [problem] = limits.check(_job(250, 5000), PROFILE, NATIVE)

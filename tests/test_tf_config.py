@@ -64,6 +64,7 @@ def test_the_dns_model_follows_the_documented_cases():
 
 # ---- every example job ---------------------------------------------------------------------
 
+@pytest.mark.slow  # seconds of CPU: every address of every example job through the DNS model
 @pytest.mark.parametrize("moved_to", [None, "elsewhere"])
 def test_every_address_reaches_its_own_task_through_the_pods_search_path(moved_to):
     """Also after a kustomization moved every object to another namespace: relative names move along."""
