@@ -40,11 +40,7 @@ def find_intents(root: str, limit: int = 20000) -> dict[tuple[str, str], tuple[s
             data = intents.read_kustomization(path)
             pending.extend(reversed(intents.local_resources(path, data) if data else []))
             continue
-        try:
-            documents = source.parse_documents(source.read_text(path), path)
-        except InvalidInput:
-            continue
-        for document in documents:
+        for document in _documents(path):
             if intents.is_intent(document.data):
                 ref = intents.ref_of(document.data)
                 found.setdefault((ref.namespace, ref.name), (display_path(path), document))
@@ -61,12 +57,15 @@ def find_profile(root: str, name: str) -> tuple[str, source.Document] | None:
         candidate = os.path.normpath(os.path.join(root, entry)) if isinstance(entry, str) else ""
         if not os.path.isfile(candidate):
             continue
-        try:
-            documents = source.parse_documents(source.read_text(candidate), candidate)
-        except InvalidInput:
-            continue
-        for document in documents:
+        for document in _documents(candidate):
             if intents.kind_of(document.data) == "profile" and intents.ref_of(document.data).name == name:
                 return display_path(candidate), document
     return None
-    return None
+
+
+def _documents(path: str) -> list[source.Document]:
+    """The documents of a file, none when it cannot be read or parsed (its own build reports that)."""
+    try:
+        return source.parse_documents(source.read_text(path), path)
+    except InvalidInput:
+        return []
