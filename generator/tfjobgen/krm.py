@@ -29,7 +29,7 @@ import sys
 from . import emit, intents, pipeline, source
 from .pipeline import Intent
 from .problems import ERROR, InvalidInput, Problem, has_errors
-from .profile import ClusterProfile, ProfileSource
+from .profile import ClusterProfile
 
 _DOC_SPLIT = re.compile(r"^---[ \t]*$\n?", re.MULTILINE)
 _PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
@@ -153,7 +153,7 @@ def run_resource_list(text: str, root: str, stderr=None) -> tuple[str, int]:
 def run_legacy_plugin(config_path: str, text: str, root: str, stderr=None) -> tuple[str, int]:
     """kustomize exec plugin: objects as a YAML stream in and out; only intents are parsed."""
     try:
-        profile = _users_profile(pipeline.load_profile(config_path), root)
+        profile = pipeline.load_profile(config_path)
         chunks = [c for c in _DOC_SPLIT.split(text) if c.strip()]
         items: list = []
         for chunk in chunks:
@@ -163,10 +163,10 @@ def run_legacy_plugin(config_path: str, text: str, root: str, stderr=None) -> tu
             else:
                 items.append(chunk)  # passed through as text, unparsed
     except InvalidInput as err:
-        _report(err.problems, stderr)
+        _report(_in_users_profile(err.problems, config_path, root), stderr)
         return "", 1
     expanded, problems = expand_items(items, profile, root)
-    problems = _placed(problems, _kustomization_of(root))
+    problems = _placed(_in_users_profile(problems, config_path, root), _kustomization_of(root))
     _report(problems, stderr)
     if has_errors(problems):
         return "", 1
@@ -184,17 +184,26 @@ def run_legacy_plugin(config_path: str, text: str, root: str, stderr=None) -> tu
     return "".join(out), 0
 
 
-def _users_profile(profile: ClusterProfile, root: str) -> ClusterProfile:
-    """The profile, its problems placed in the user's file: kustomize passes a legacy plugin a
-    temporary copy of its config (kust-plugin-config-*), whose lines are kustomize's, not the user's."""
-    if not os.path.basename(profile.origin.file).startswith("kust-plugin-config-"):
-        return profile
-    if not pipeline.check_profile(profile):
-        return profile  # nothing to place: no file search on the common path
+def _in_users_profile(problems: list[Problem], config_path: str, root: str) -> list[Problem]:
+    """Problems placed in the profile moved to the user's file and line: kustomize passes a legacy
+    plugin a temporary copy of its config (kust-plugin-config-*), whose lines are kustomize's.
+    The user's file is looked for only when there is something to move."""
+    if not os.path.basename(config_path).startswith("kust-plugin-config-"):
+        return problems
     from . import locate
 
-    found = locate.find_profile(root, profile.name)
-    return dataclasses.replace(profile, origin=ProfileSource(*found)) if found else profile
+    found: dict[str, tuple | None] = {}
+    moved = []
+    for problem in problems:
+        if problem.file == config_path and problem.ref is not None:
+            if problem.ref.name not in found:
+                found[problem.ref.name] = locate.find_profile(root, problem.ref.name)
+            users = found[problem.ref.name]
+            if users is not None:
+                file, document = users
+                problem = dataclasses.replace(problem, file=file, line=document.line_of(problem.field))
+        moved.append(problem)
+    return moved
 
 
 def _kustomization_of(root: str) -> str:
