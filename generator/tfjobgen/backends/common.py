@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .. import container, contract, labels, names
+from .. import container, contract, gang, labels, names
 from ..plan import JobPlan
 from ..problems import Problem
 
@@ -22,6 +22,12 @@ def metadata(plan: JobPlan, name: str, object_labels: dict) -> dict:
     if annotations:
         meta["annotations"] = annotations
     return meta
+
+
+def whole_job_metadata(plan: JobPlan) -> dict:
+    """The metadata of the one object that carries a whole job (a JobSet, a TFJob), named as the job:
+    the object Kueue admits, so it carries the gang's queue label."""
+    return metadata(plan, plan.job.name, {**labels.recommended(plan.job, "training"), **gang.workload_labels(plan)})
 
 
 def service(plan: JobPlan) -> dict:

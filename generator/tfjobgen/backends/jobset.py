@@ -122,8 +122,7 @@ def encode(plan: JobPlan) -> list[dict]:
     jobset = {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": common.metadata(plan, job.name, {**labels.recommended(job, "training"),
-                                                     **gang.workload_labels(plan)}),
+        "metadata": common.whole_job_metadata(plan),
         "spec": {
             "failurePolicy": failure_policy(plan),
             "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True,

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 
-from .. import contract, gang, labels, lifecycle, monitoring, names, pods
+from .. import contract, gang, lifecycle, monitoring, names, pods
 from ..lifecycle import Lifecycle
 from ..model import TrainingJob
 from ..naming import Naming
@@ -110,12 +110,10 @@ def _replica_spec(role: RolePlan) -> dict:
 
 
 def encode(plan: JobPlan) -> list[dict]:
-    job = plan.job
     tfjob = {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": common.metadata(plan, job.name, {**labels.recommended(job, "training"),
-                                                     **gang.workload_labels(plan)}),
+        "metadata": common.whole_job_metadata(plan),
         "spec": {
             "runPolicy": run_policy(plan),
             "tfReplicaSpecs": {REPLICA_TYPES[role.role]: _replica_spec(role) for role in plan.roles},
