@@ -77,3 +77,11 @@ def task_env(job_path: Path, role: str, index: int) -> dict[str, str]:
         if pod.role == role and pod.index == index:
             return dict(pod.env)
     raise AssertionError(f"no {role}:{index} in {job_path}")
+
+
+def passed(run: LocalRun) -> dict:
+    """The report of a run-local run that passed: exit 0, every task done with exit 0, nothing left running."""
+    assert run.returncode == 0, run.output
+    assert run.report["passed"] and run.leftovers == [], run.output
+    assert all(t["state"] == "done" and t["exit_code"] == 0 for t in run.report["tasks"].values()), run.output
+    return run.report

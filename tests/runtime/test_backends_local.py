@@ -8,18 +8,12 @@ needs from each: the cluster, its task, the control address, StarServer's endpoi
 from __future__ import annotations
 
 import pytest
-from runtime_support import JOBS, need_tensorflow, run_local
+from runtime_support import JOBS, need_tensorflow, passed, run_local
 
 
 @pytest.fixture(autouse=True)
 def _tensorflow():
     need_tensorflow()
-
-
-def _passed(run) -> dict:
-    assert run.returncode == 0, run.output
-    assert run.report["passed"] and run.leftovers == [], run.output
-    return run.report
 
 
 def test_a_jobset_job_without_a_chief_trains_tf1_between_graph(tmp_path):
@@ -40,7 +34,7 @@ spec:
     model: {vocabularySize: 50000}
 """)
     run = run_local(job, tmp_path)
-    report = _passed(run)
+    report = passed(run)
     assert report["tasks_run"] == {"ps": 2, "worker": 2}  # worker 0 (tf1-jobset-worker-0-0) is the chief
     assert "endpoint map is still rewritten and checked" in run.output
     assert int(report["final"]["step"]) >= 145
@@ -50,7 +44,7 @@ def test_a_tfjob_trains_on_the_operators_tf_config_and_a_killed_worker_gets_a_ne
     job = tmp_path / "tfjob.yaml"
     job.write_text((JOBS / "tf2-small.yaml").read_text().replace("spec:\n", "spec:\n  backend: tfjob\n", 1))
     run = run_local(job, tmp_path, "--steps", "200", "--kill", "worker:0@100")
-    report = _passed(run)
+    report = passed(run)
     # kill -9 exits 137: restartPolicy ExitCode treats 128 and above as retryable, so a new pod, not a failed job
     assert report["tasks"]["worker:0"]["restarts"] == 1
     assert int(report["final"]["step"]) >= 200

@@ -9,7 +9,7 @@ nothing did.
 from __future__ import annotations
 
 import pytest
-from runtime_support import JOBS, need_tensorflow, run_local
+from runtime_support import JOBS, need_tensorflow, passed, run_local
 
 from tfjobgen.local.ports import free_ports
 
@@ -19,15 +19,8 @@ def _tensorflow():
     need_tensorflow()
 
 
-def _passed(run) -> dict:
-    assert run.returncode == 0, run.output
-    assert run.report["passed"] and run.leftovers == [], run.output
-    assert all(t["state"] == "done" and t["exit_code"] == 0 for t in run.report["tasks"].values()), run.output
-    return run.report
-
-
 def test_a_rendered_job_trains_with_the_embedding_sharded_evenly_over_both_ps(tmp_path):
-    report = _passed(run_local(JOBS / "tf2-small.yaml", tmp_path))
+    report = passed(run_local(JOBS / "tf2-small.yaml", tmp_path))
     assert report["tasks_run"] == {"chief": 1, "ps": 2, "worker": 2}  # the evaluator is left out on 2 cores
     assert int(report["final"]["step"]) >= 300
     assert float(report["final"]["loss"]) < report["first_loss"] - 0.05  # it learned something
@@ -37,7 +30,7 @@ def test_a_rendered_job_trains_with_the_embedding_sharded_evenly_over_both_ps(tm
 
 
 def test_a_killed_worker_gets_a_new_pod_and_training_completes(tmp_path):
-    report = _passed(run_local(JOBS / "tf2-small.yaml", tmp_path, "--kill", "worker:0@100", "--with-evaluator"))
+    report = passed(run_local(JOBS / "tf2-small.yaml", tmp_path, "--kill", "worker:0@100", "--with-evaluator"))
     assert report["tasks"]["worker:0"]["restarts"] == 1 and report["tasks"]["worker:0"]["failures"] == 1
     assert report["tasks"]["chief:0"]["restarts"] == 0
     fault = report["faults"][0]
@@ -53,14 +46,14 @@ def test_a_killed_worker_gets_a_new_pod_and_training_completes(tmp_path):
 
 
 def test_an_evicted_worker_is_replaced_without_counting_even_with_no_retries_left(tmp_path):
-    report = _passed(run_local(JOBS / "tf2-small.yaml", tmp_path, "--evict", "worker:1@100", "--restarts", "0"))
+    report = passed(run_local(JOBS / "tf2-small.yaml", tmp_path, "--evict", "worker:1@100", "--restarts", "0"))
     worker = report["tasks"]["worker:1"]
     assert (worker["restarts"], worker["failures"], worker["disruptions"]) == (1, 0, 1)
     assert report["faults"][0]["kind"] == "evicted"
 
 
 def test_a_killed_ps_fails_the_chief_and_the_new_chief_resumes_from_the_checkpoint(tmp_path):
-    report = _passed(run_local(JOBS / "tf2-small.yaml", tmp_path, "--kill", "ps:1@150"))
+    report = passed(run_local(JOBS / "tf2-small.yaml", tmp_path, "--kill", "ps:1@150"))
     assert report["tasks"]["ps:1"]["restarts"] == 1 and report["tasks"]["chief:0"]["restarts"] == 1
     assert [int(r["step"]) for r in report["resumes"]] == [100]  # checkpointEverySteps 100
     steps = report["steps"]
@@ -122,7 +115,7 @@ spec:
     data: {{format: csv, paths: ["{data}"]}}
 """)
     run = run_local(job, tmp_path, "--with-evaluator")
-    report = _passed(run)
+    report = passed(run)
     assert "running with grpc instead (the StarServer endpoint map is still rewritten and checked)" in run.output
     assert report["tasks_run"] == {"evaluator": 1, "ps": 2, "worker": 2}  # worker 0 is the chief
     assert int(report["final"]["step"]) >= 195  # tf1 workers stop on the global step they last saw
