@@ -9,13 +9,16 @@ BUILD  := build
 export KUSTOMIZE_PLUGIN_HOME := $(CURDIR)/plugins
 OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kustomization.yaml))
 
-.PHONY: venv checkov demo build rendered diff test test-fast clean
+.PHONY: venv checkov demo build rendered diff test test-fast lock clean
 
-# The virtual environment, rebuilt when pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml
+# The virtual environment, rebuilt when pyproject.toml or the pins change. constraints.txt pins
+# every package, so a fresh clone installs exactly what CI tested (a newer PyYAML once broke a
+# fresh clone's make test while CI, with an older one, passed).
+EXTRAS := runtime,test
+$(VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing tfjobgen, its training runtime (tensorflow-cpu) and test tools into $(VENV) ..."
-	@$(BIN)/pip install --quiet --disable-pip-version-check -e '.[runtime,test]'
+	@$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[$(EXTRAS)]'
 	@touch $@
 
 venv: $(VENV)/.installed
@@ -61,6 +64,15 @@ test: venv checkov
 # hypothesis or checkov; tests/conftest.py marks each test by the tools it reaches).
 test-fast: venv
 	$(BIN)/python -m pytest -m fast -q
+
+# Re-resolve the pins to the newest releases pyproject.toml admits, in a throwaway environment,
+# so drift shows up here (run make test after) rather than on somebody's fresh clone.
+lock:
+	@rm -rf .venv-lock && $(PYTHON) -m venv .venv-lock
+	@.venv-lock/bin/pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
+	@{ sed -n '1,2p' constraints.txt; .venv-lock/bin/pip freeze --exclude-editable; } > constraints.txt.new
+	@rm -rf .venv-lock && mv constraints.txt.new constraints.txt
+	@git diff --stat constraints.txt
 
 clean:
 	rm -rf $(BUILD) $(VENV) $(CHECKOV_VENV)

@@ -174,7 +174,11 @@ CASES = {
     "syntax error": (
         job(**{PS: "    ps: {replicas: 2, cpu: 4, memory: 8Gi"}),
         ["job.yaml:10: YAML syntax:"]),
+    # One message at every depth, whichever PyYAML the range admits: ours at 65, libyaml's own
+    # bound (1000 levels, PyYAML >= 6.0.3) below and above the pre-scan's threshold (2000 brackets).
     "deep nesting": ("[" * 100_000 + "]" * 100_000 + "\n", ["job.yaml:1: nested more than 64 levels deep"]),
+    "deep nesting, just over our bound": ("a: " + "[" * 65 + "]" * 65 + "\n", ["job.yaml:1: a", "nested more than 64 levels deep"]),
+    "deep nesting, past libyaml's bound": ("[" * 1500 + "]" * 1500 + "\n", ["job.yaml:1: nested more than 64 levels deep"]),
     "huge file": ("a: " + "x" * (2 << 20) + "\n", ["job.yaml: file is 2.0 MiB; inputs are limited to 1 MiB"]),
     "not UTF-8": (b"a: \xff\xfe\n", ["job.yaml:1: not UTF-8 text"]),
 }

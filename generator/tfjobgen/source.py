@@ -134,6 +134,10 @@ def _yaml_problem(err: yaml.YAMLError, text: str, source: str) -> Problem:
 
 def _syntax_problem(err: yaml.MarkedYAMLError, source: str) -> Problem:
     mark = err.problem_mark or err.context_mark
+    if err.problem and "maximum nesting depth" in err.problem:
+        # libyaml 0.2.5's scanner (in PyYAML 6.0.3+ wheels) stops at 1000 levels, before our own
+        # walk reaches MAX_DEPTH: say it in our words, whichever PyYAML is installed.
+        return Problem(f"nested more than {MAX_DEPTH} levels deep", file=source, line=mark.line + 1 if mark else 0)
     what = " ".join(p for p in (err.context, err.problem) if p)
     return Problem(f"YAML syntax: {what}", file=source, line=mark.line + 1 if mark else 0)
 
