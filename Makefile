@@ -9,12 +9,12 @@ BUILD  := build
 export KUSTOMIZE_PLUGIN_HOME := $(CURDIR)/plugins
 OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kustomization.yaml))
 
-.PHONY: venv checkov demo build rendered diff test test-fast lock clean
+.PHONY: venv checkov cluster-tools demo build rendered diff test test-fast lock clean
 
 # The virtual environment, rebuilt when pyproject.toml or the pins change. constraints.txt pins
 # every package, so a fresh clone installs exactly what CI tested (a newer PyYAML once broke a
 # fresh clone's make test while CI, with an older one, passed).
-EXTRAS := runtime,test
+EXTRAS := runtime,test,cluster
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing tfjobgen, its training runtime (tensorflow-cpu) and test tools into $(VENV) ..."
@@ -56,8 +56,14 @@ BASE ?= origin/main
 diff: venv
 	$(BIN)/tfjobgen diff $(BASE)
 
-# Everything: real kubectl, kpt, git, checkov, TensorFlow processes (about 5 minutes on 2 cores).
-test: venv checkov
+# The local cluster's programs (etcd, Kubernetes, KWOK, kustomize, the controllers), built from Go
+# modules into ~/.cache/tfjobgen/cluster-tools (outside the clone): the first time takes minutes
+# (docs/benchmarks.md), later runs find them built and take a second.
+cluster-tools: venv
+	@$(BIN)/tfjobgen cluster tools
+
+# Everything: real kubectl, kpt, git, checkov, TensorFlow processes and the local cluster.
+test: venv checkov cluster-tools
 	$(BIN)/python -m pytest
 
 # The edit loop: only tests marked `fast` (no kubectl, kpt, git, TensorFlow, socket timeouts,

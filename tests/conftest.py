@@ -44,6 +44,7 @@ TOOL_MARKERS = {
     "scheduler": "runs the kube-scheduler model (tests/simulation/) over a job's pods",
     "checkov": "runs checkov",
     "prometheus": "runs Debian's prometheus or promtool",
+    "cluster": "starts a local cluster: etcd, kube-apiserver, controllers, KWOK (make cluster-tools builds them)",
     "slow": "takes seconds of CPU: starts tfjobgen in a process of its own, or reads every rendered cluster",
 }
 FAST_MARKER = "fast"

@@ -30,7 +30,8 @@ from common import job_variant, machine, markdown, save
 from tfjobgen import backends, pipeline
 from tfjobgen.contract import PERMANENT_EXIT_CODES
 from tfjobgen.lifecycle import Lifecycle
-from tfjobgen.local import ports, tasks
+from tfjobgen import owned
+from tfjobgen.local import tasks
 from tfjobgen.local.supervisor import Supervisor
 
 WARM_UP = 100  # steps before the window: tracing, the first batches
@@ -82,7 +83,7 @@ def one_run(worker_cpus: tuple[int, ...], oversubscribed: bool, steps: int) -> d
     request = tasks.describe(backends.decode(expansion.objects[0]))
     counts = {"chief": 1, "ps": 1, "worker": 1}
     run_dir = tempfile.mkdtemp(prefix="tfjobgen-bench-threads-")
-    local, _ = tasks.build(request, counts, ports.free_ports(tasks.ports_needed(request, counts)), run_dir,
+    local, _ = tasks.build(request, counts, owned.free_ports(tasks.ports_needed(request, counts)), run_dir,
                            tasks.Overrides(steps=steps), tuple(sorted(os.sched_getaffinity(0))))
     worker = next(t for t in local if t.role == "worker")
     generated = (worker.env["TF_NUM_INTRAOP_THREADS"], worker.env["TF_NUM_INTEROP_THREADS"])

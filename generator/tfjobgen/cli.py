@@ -19,7 +19,8 @@ import sys
 from . import __version__, contract
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.gitops.command", "tfjobgen.local.command", "tfjobgen.planner.command")
+FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.cluster.command", "tfjobgen.gitops.command", "tfjobgen.local.command",
+                                     "tfjobgen.planner.command")
 
 
 class _UsageError(Exception):

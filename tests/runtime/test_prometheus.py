@@ -30,7 +30,7 @@ from runtime_support import JOBS, need_tensorflow, task_env
 from conftest import REPO, need, render, tfjobgen_command, uses
 from tfjobgen import contract
 from tfjobgen.local import processes, scrape
-from tfjobgen.local.ports import free_ports
+from tfjobgen.owned import free_ports
 from tfjobgen.runtime import metrics
 
 NAMESPACE = "ml-test"  # tf2-small.yaml's; Prometheus Operator adds the pod's namespace as `namespace`

@@ -111,9 +111,10 @@ def _replicated_job(plan: JobPlan, role: RolePlan) -> dict:
 def failure_policy(plan: JobPlan) -> dict:
     rules = []
     if lifecycle.of(plan.job, plan.profile).permanent_exit_codes:
-        rules.append({"action": "FailJobSet", "name": "permanent-exit-code",
+        rules.append({"action": "FailJobSet", "name": "PermanentExitCode",
                       "onJobFailureReasons": [POD_FAILURE_POLICY_REASON]})
-    rules.append({"action": "FailJobSet", "name": "task-failed-for-good"})  # no reasons: matches any
+    # Rule names: JobSet's webhook takes letters, digits and "_,:" only (no "-"; found on the real controller).
+    rules.append({"action": "FailJobSet", "name": "TaskFailedForGood"})  # no reasons: matches any
     return {"maxRestarts": 0, "rules": rules}
 
 

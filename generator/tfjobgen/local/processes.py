@@ -19,7 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from .. import contract
+from .. import contract, owned
 from .tasks import LocalTask
 
 RUN_MARKER = "TFJOBGEN_LOCAL_RUN"
@@ -118,26 +118,11 @@ def stop(processes: list[TaskProcess], grace: float = 5.0) -> None:
 
 def leftovers(run_id: str) -> list[int]:
     """PIDs of processes that still carry this run's id in their environment."""
-    needle = f"{RUN_MARKER}={run_id}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as environ:
-                if needle in environ.read().split(b"\0"):
-                    found.append(int(entry))
-        except OSError:
-            continue  # gone, or someone else's
-    return found
+    return owned.marked(RUN_MARKER, run_id)
 
 
 def sweep(run_id: str) -> list[int]:
     """Kill whatever of this run is left (should be nothing); the PIDs it found."""
     found = leftovers(run_id)
-    for pid in found:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    owned.kill(found)
     return found

@@ -15,8 +15,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .. import backends, pipeline
-from . import machine as machine_lib, ports as ports_lib, scrape, shape as shape_lib, summary, tasks as tasks_lib
+from .. import backends, owned, pipeline
+from . import machine as machine_lib, scrape, shape as shape_lib, summary, tasks as tasks_lib
 from .progress import Progress
 from .shape import LocalError
 from .summary import display_path
@@ -63,7 +63,7 @@ def main(args) -> int:
     for attempt in range(1, PORT_ATTEMPTS + 1):
         # Ports are free when chosen, not necessarily when a task binds them: on a collision,
         # everything started is stopped and the whole cluster starts again on new ports.
-        ports = ports_lib.free_ports(tasks_lib.ports_needed(request, shape.counts))
+        ports = owned.free_ports(tasks_lib.ports_needed(request, shape.counts))
         try:
             local_tasks, notices = tasks_lib.build(request, shape.counts, ports, run_dir, prepared.overrides,
                                                    machine_lib.detect().cpus)

@@ -1,0 +1,95 @@
+"""Talking to a cluster: the Kubernetes Python client (the optional extra `cluster`), kept behind
+a few functions so that the rest of the package deals in plain dicts.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+
+class ClusterUnreachable(Exception):
+    pass
+
+
+def connect(kubeconfig: str | None = None, context: str | None = None):
+    """An ApiClient for the kubeconfig (default: $KUBECONFIG or ~/.kube/config)."""
+    try:
+        from kubernetes import config
+    except ImportError:
+        raise ClusterUnreachable("the Kubernetes client is not installed: pip install 'tfjobgen[cluster]'") from None
+    try:
+        return config.new_client_from_config(config_file=kubeconfig, context=context)
+    except config.ConfigException as err:
+        raise ClusterUnreachable(f"no usable kubeconfig: {err}") from None
+    except FileNotFoundError as err:
+        raise ClusterUnreachable(f"no kubeconfig at {err.filename}") from None
+
+
+class Objects:
+    """Create, apply, read and delete objects of any kind, found by discovery once."""
+
+    def __init__(self, api_client):
+        from kubernetes import dynamic
+
+        self.api_client = api_client
+        self.dynamic = dynamic.DynamicClient(api_client)
+
+    def resource(self, api_version: str, kind: str):
+        return self.dynamic.resources.get(api_version=api_version, kind=kind)
+
+    def create(self, obj: dict):
+        resource = self.resource(obj["apiVersion"], obj["kind"])
+        namespace = obj["metadata"].get("namespace") if resource.namespaced else None
+        return resource.create(body=obj, namespace=namespace)
+
+    def apply(self, obj: dict, manager: str = "tfjobgen", force: bool = True):
+        """Server-side apply, as `kubectl apply --server-side` does."""
+        resource = self.resource(obj["apiVersion"], obj["kind"])
+        namespace = obj["metadata"].get("namespace") if resource.namespaced else None
+        return resource.server_side_apply(body=obj, name=obj["metadata"]["name"], namespace=namespace,
+                                          field_manager=manager, force_conflicts=force)
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, **selectors) -> list[dict]:
+        items = self.resource(api_version, kind).get(namespace=namespace, **selectors).items
+        return [item.to_dict() for item in items]
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        from kubernetes.dynamic.exceptions import NotFoundError
+
+        try:
+            return self.resource(api_version, kind).get(name=name, namespace=namespace).to_dict()
+        except NotFoundError:
+            return None
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None, **options) -> None:
+        from kubernetes.dynamic.exceptions import NotFoundError
+
+        try:
+            self.resource(api_version, kind).delete(name=name, namespace=namespace, **options)
+        except NotFoundError:
+            pass
+
+    def patch(self, api_version: str, kind: str, name: str, body: dict, namespace: str | None = None,
+              subresource: str | None = None) -> None:
+        resource = self.resource(api_version, kind)
+        if subresource:
+            resource = resource.subresources[subresource]
+        resource.patch(body=body, name=name, namespace=namespace, content_type="application/merge-patch+json")
+
+
+def wait_until(check: Callable[[], object], timeout: float, what: str, interval: float = 0.2):
+    """Poll `check` until it returns something true; TimeoutError naming `what` otherwise."""
+    deadline = time.monotonic() + timeout
+    last_error = None
+    while True:
+        try:
+            result = check()
+            if result:
+                return result
+        except Exception as err:  # the server may still be starting: keep asking until the deadline
+            last_error = err
+        if time.monotonic() > deadline:
+            detail = f" (last error: {type(last_error).__name__}: {last_error})" if last_error else ""
+            raise TimeoutError(f"{what}: not after {timeout:.0f} s{detail}")
+        time.sleep(interval)

@@ -1,0 +1,112 @@
+"""`tfjobgen cluster ...`, registered with the CLI (cli.FEATURE_COMMANDS).
+
+    tfjobgen cluster tools [FAMILY...] [--list]      build the cluster's programs (make cluster-tools)
+    tfjobgen cluster up --profile FILE [--nodes N] [--name NAME]
+    tfjobgen cluster down [--name NAME]
+    tfjobgen cluster list
+
+Nothing here imports more than argparse until a command runs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def register(commands) -> None:
+    from .home import DEFAULT_NAME
+
+    cluster = commands.add_parser(
+        "cluster", help="a local Kubernetes cluster shaped as a cluster profile (real control plane, KWOK nodes)",
+        description="Start and stop a local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler "
+                    "and KWOK's fake kubelets, built from Go modules by `make cluster-tools` (docs/cluster.md).")
+    actions = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    tools = actions.add_parser("tools", help="build the cluster's programs that are not built yet")
+    tools.add_argument("families", nargs="*", metavar="FAMILY", help="only these (default: all of versions.yaml)")
+    tools.add_argument("--list", action="store_true", help="say what is built; build nothing")
+    tools.set_defaults(run=_tools)
+
+    up = actions.add_parser(
+        "up", help="start a cluster shaped as a profile; print its kubeconfig's path",
+        description="Start a local cluster with the profile's nodes (count, CPU, memory, labels, taints, GPUs) and "
+                    "PriorityClasses. Returns once every node is Ready; the last line on stdout is the kubeconfig's "
+                    "path. The cluster runs until `tfjobgen cluster down`.")
+    up.add_argument("--profile", metavar="FILE", help="ClusterProfile file (default: the embedded profile)")
+    up.add_argument("--nodes", type=_node_count, metavar="N",
+                    help="nodes of the main group, and of every pool the profile does not count")
+    up.add_argument("--name", default=DEFAULT_NAME, help=f"the cluster's name (default: {DEFAULT_NAME})")
+    up.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    up.set_defaults(run=_up)
+
+    down = actions.add_parser("down", help="stop a cluster and remove its files")
+    down.add_argument("--name", default=DEFAULT_NAME, help=f"the cluster's name (default: {DEFAULT_NAME})")
+    down.set_defaults(run=_down)
+
+    listed = actions.add_parser("list", help="the local clusters and their kubeconfigs")
+    listed.set_defaults(run=_list)
+
+
+def _node_count(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("a cluster needs at least 1 node")
+    return value
+
+
+def _tools(args) -> int:
+    from . import tools
+
+    return tools.build_all(args.families, list_only=args.list)
+
+
+def _up(args) -> int:
+    from . import control, processes, tools
+
+    def say(line: str) -> None:
+        if not args.quiet:
+            print(f"cluster {args.name}: {line}", file=sys.stderr, flush=True)
+
+    def warn(line: str) -> None:
+        print(f"cluster {args.name}: {line}", file=sys.stderr, flush=True)
+
+    try:
+        state = control.up(args.profile, args.nodes, args.name, say, warn)
+    except (control.ClusterError, tools.ToolsMissing, processes.StartFailed, TimeoutError) as err:
+        print(f"tfjobgen cluster up: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    print(state.kubeconfig)
+    return EXIT_OK
+
+
+def _down(args) -> int:
+    from . import control
+
+    try:
+        stopped = control.down(args.name)
+    except control.ClusterError as err:
+        print(f"tfjobgen cluster down: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"cluster {args.name}: stopped {len(stopped)} process(es), removed its files", file=sys.stderr)
+    return EXIT_OK
+
+
+def _list(args) -> int:
+    from .. import table
+    from . import home, processes
+
+    rows = []
+    for name in home.names():
+        state = home.load(name)
+        alive = len(processes.running(home.folder(name)))
+        rows.append([name, state.profile_name if state else "-", state.nodes if state else "-",
+                     f"{alive} running" if state else "starting or broken", state.kubeconfig if state else "-"])
+    print(table.render(["NAME", "PROFILE", "NODES", "PROCESSES", "KUBECONFIG"], rows) if rows else "no local clusters")
+    return EXIT_OK

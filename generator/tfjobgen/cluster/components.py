@@ -1,0 +1,123 @@
+"""How each component of the control plane is started: its command line and configuration files.
+
+Everything listens on 127.0.0.1 only, on ports picked free for this cluster. Pure functions of
+the cluster's folder and ports, apart from writing the configuration files they name.
+Where a flag departs from a component's default, the comment says why.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import tools
+from .processes import Component
+
+SERVICE_CIDR = "10.96.0.0/16"
+# Pods of a lost node are evicted after this long (the API server's default is 300 s): a test of a
+# lost server waits seconds, not minutes. Jobs that set their own tolerationSeconds keep theirs.
+NODE_LOSS_TOLERATION_SECONDS = 5
+API_QPS, API_BURST = 500, 1000  # client-side limits of the controllers (defaults: 20/30): place 500 pods in seconds
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Files of one cluster, under its folder (home.py)."""
+
+    home: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.home / "pki"
+
+    @property
+    def config(self) -> Path:
+        return self.home / "config"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.home / "kubeconfig"
+
+
+def etcd(layout: Layout, client_port: int, peer_port: int) -> Component:
+    client, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
+    return Component("etcd", [
+        str(tools.program("etcd")), "--name=local", f"--data-dir={layout.home / 'etcd'}",
+        f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}", f"--initial-cluster=local={peer}",
+        "--listen-metrics-urls=", "--log-level=warn",
+        "--unsafe-no-fsync",  # a throwaway store: durability costs seconds on every write burst
+        "--quota-backend-bytes=4294967296",
+    ])
+
+
+def kube_apiserver(layout: Layout, port: int, etcd_port: int) -> Component:
+    pki = layout.pki
+    return Component("kube-apiserver", [
+        str(tools.program("kube-apiserver")),
+        f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={port}",
+        f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
+        f"--client-ca-file={pki / 'ca.crt'}",
+        f"--service-account-key-file={pki / 'service-accounts.pub'}",
+        f"--service-account-signing-key-file={pki / 'service-accounts.key'}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--authorization-mode=RBAC",
+        # On by default since 1.25 and 1.14; named so that the tests' claim "enforced by a real
+        # admission plugin" reads off the command line.
+        "--enable-admission-plugins=PodSecurity,Priority",
+        f"--default-not-ready-toleration-seconds={NODE_LOSS_TOLERATION_SECONDS}",
+        f"--default-unreachable-toleration-seconds={NODE_LOSS_TOLERATION_SECONDS}",
+        "--profiling=false", "--v=1",
+    ])
+
+
+def kube_controller_manager(layout: Layout, port: int) -> Component:
+    pki = layout.pki
+    return Component("kube-controller-manager", [
+        str(tools.program("kube-controller-manager")),
+        f"--kubeconfig={layout.kubeconfig}",
+        "--bind-address=127.0.0.1", f"--secure-port={port}",
+        "--leader-elect=false",
+        f"--service-account-private-key-file={pki / 'service-accounts.key'}",
+        f"--root-ca-file={pki / 'ca.crt'}",
+        f"--cluster-signing-cert-file={pki / 'ca.crt'}", f"--cluster-signing-key-file={pki / 'ca.key'}",
+        f"--kube-api-qps={API_QPS}", f"--kube-api-burst={API_BURST}",
+        "--concurrent-job-syncs=10",
+        "--profiling=false", "--v=1",
+    ])
+
+
+def scheduler_configuration(layout: Layout, profiles: list[dict] | None = None) -> Path:
+    """A KubeSchedulerConfiguration (JSON) with the default profile, or the ones given."""
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(layout.kubeconfig), "qps": API_QPS, "burst": API_BURST},
+        "leaderElection": {"leaderElect": False},
+    }
+    if profiles:
+        config["profiles"] = profiles
+    path = layout.config / "kube-scheduler.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=1) + "\n")
+    return path
+
+
+def kube_scheduler(layout: Layout, port: int) -> Component:
+    return Component("kube-scheduler", [
+        str(tools.program("kube-scheduler")),
+        f"--config={scheduler_configuration(layout)}",
+        "--bind-address=127.0.0.1", f"--secure-port={port}",
+        "--profiling=false", "--v=1",
+    ])
+
+
+def kwok(layout: Layout) -> Component:
+    stages = Path(__file__).with_name("kwok.yaml")
+    return Component("kwok", [
+        str(tools.program("kwok")),
+        f"--kubeconfig={layout.kubeconfig}", f"--config={stages}",
+        "--node-ip=10.240.0.1",  # the address every fake node reports (it is never dialled)
+    ])

@@ -1,0 +1,176 @@
+"""`cluster up` and `cluster down`: a local cluster shaped as a profile, started and stopped whole.
+
+up:   check the profile and the programs -> certificates -> etcd -> kube-apiserver -> the
+      controller manager, the scheduler and KWOK -> PriorityClasses and nodes -> every node
+      Ready -> state.json. Any failure, or Ctrl-C, stops what was started and removes the folder.
+down: stop every process marked with the cluster's folder, then remove the folder.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+import urllib.request
+from pathlib import Path
+from typing import Callable
+
+from .. import pipeline
+from ..problems import InvalidInput
+from . import api, components, controllers, home, pki, processes, shape, tools
+from .components import Layout
+
+CORE_PROGRAMS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
+PRIORITY_CLASSES_FILE = tools.REPO / "docs" / "priority-classes.yaml"
+START_TIMEOUT = 60.0
+
+
+class ClusterError(Exception):
+    """One line for the user: a name taken, a component that would not start."""
+
+
+def up(profile_path: str | None, nodes: int | None, name: str, say: Callable[[str], None],
+       warn: Callable[[str], None]) -> home.ClusterState:
+    """Start a cluster shaped as the profile; its state once every node is Ready."""
+    if not home.NAME_PATTERN.match(name):
+        raise ClusterError(f"cluster name {name!r}: use lowercase letters, digits and '-' (at most 40)")
+    profile = pipeline.load_profile(profile_path)
+    errors = [p for p in pipeline.check_profile(profile) if p.is_error]
+    if errors:
+        raise InvalidInput(errors)
+    groups = shape.node_groups(profile, nodes)
+    lacking = tools.missing(CORE_PROGRAMS)
+    if lacking:
+        raise tools.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
+                                 f"(binaries go to {tools.cache_root()})")
+    _claim(name)
+    layout = Layout(home.folder(name))
+    started: list[processes.Started] = []
+    try:
+        state = _start(profile_path, profile, groups, name, layout, started, say, warn)
+    except BaseException:
+        processes.stop_all(layout.home, started)
+        home.remove(name)
+        raise
+    return state
+
+
+def _claim(name: str) -> None:
+    """Make the cluster's folder, or say why not: running already, or debris of one that died."""
+    folder = home.folder(name)
+    if folder.exists():
+        if processes.running(folder):
+            raise ClusterError(f"a cluster named {name!r} is already running "
+                               f"(tfjobgen cluster down --name {name} stops it)")
+        home.remove(name)  # nothing of it runs: what is left is debris of a crash
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.mkdir()
+
+
+def _start(profile_path, profile, groups, name, layout: Layout, started, say, warn) -> home.ClusterState:
+    begun = time.monotonic()
+
+    def step(what: str) -> None:
+        say(f"[{time.monotonic() - begun:5.1f}s] {what}")
+
+    step("certificates")
+    ca = pki.make_ca(layout.pki, f"tfjobgen-{name}-ca")
+    serving = pki.issue(ca, layout.pki, "apiserver", "kube-apiserver", server=True)
+    admin = pki.issue(ca, layout.pki, "admin", "admin", client=True, organization="system:masters")
+    pki.signing_key(layout.pki, "service-accounts")
+    etcd_client, etcd_peer, api_port, kcm_port, scheduler_port = tools_ports = _ports(5)
+
+    step("etcd")
+    etcd = _launch(components.etcd(layout, etcd_client, etcd_peer), layout, started)
+    processes.wait_for(etcd, lambda: _get(f"http://127.0.0.1:{etcd_client}/health"), START_TIMEOUT, "a healthy store")
+
+    step("kube-apiserver")
+    apiserver = _launch(components.kube_apiserver(layout, api_port, etcd_client), layout, started)
+    server = f"https://127.0.0.1:{api_port}"
+    trusted = ssl.create_default_context(cafile=str(ca.cert))
+    processes.wait_for(apiserver, lambda: _get(server + "/readyz", trusted), START_TIMEOUT, "readiness (/readyz)")
+    layout.kubeconfig.write_text(home.kubeconfig_text(name, server, ca.cert.read_bytes(), admin.cert.read_bytes(),
+                                                      admin.key.read_bytes()))
+    layout.kubeconfig.chmod(0o600)
+
+    step("kube-controller-manager, kube-scheduler, kwok")
+    local_only = ssl._create_unverified_context()  # their self-made serving certificates, on 127.0.0.1
+    controller_manager = _launch(components.kube_controller_manager(layout, kcm_port), layout, started)
+    scheduler = _launch(components.kube_scheduler(layout, scheduler_port), layout, started)
+    _launch(components.kwok(layout), layout, started)
+    processes.wait_for(controller_manager, lambda: _get(f"https://127.0.0.1:{kcm_port}/healthz", local_only),
+                       START_TIMEOUT, "health (/healthz)")
+    processes.wait_for(scheduler, lambda: _get(f"https://127.0.0.1:{scheduler_port}/healthz", local_only),
+                       START_TIMEOUT, "health (/healthz)")
+
+    client = api.connect(str(layout.kubeconfig))
+    objects = api.Objects(client)
+    import yaml
+
+    defined = list(yaml.safe_load_all(PRIORITY_CLASSES_FILE.read_text())) if PRIORITY_CLASSES_FILE.is_file() else []
+    classes = shape.priority_classes(profile, defined)
+    node_objects = shape.node_objects(groups)
+    step(f"{len(node_objects)} nodes, {len(classes)} PriorityClasses")
+    for obj in classes + node_objects:
+        objects.create(obj)
+    _wait_nodes_ready(objects, {n["metadata"]["name"] for n in node_objects}, started)
+    step("controllers")
+    outcome = controllers.start_all(layout, ca, objects, profile, step, warn, started)
+
+    state = home.ClusterState(
+        name=name, profile=str(Path(profile_path).resolve()) if profile_path else "", profile_name=profile.name,
+        api_port=api_port, nodes=len(node_objects), components=[s.component.name for s in started if s.exited() is None],
+        missing=sorted(outcome.missing),
+        ports={**dict(zip(["etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler"],
+                          tools_ports)), **outcome.ports})
+    state.save()
+    step("ready")
+    return state
+
+
+def _wait_nodes_ready(objects: api.Objects, names: set[str], started) -> None:
+    def ready() -> bool:
+        for process in started:
+            if process.exited() is not None:
+                raise processes.StartFailed(f"{process.component.name} exited with code {process.exited()}:"
+                                            f"{process.log_tail()}")
+        nodes = objects.list("v1", "Node")
+        return names <= {n["metadata"]["name"] for n in nodes if _is_ready(n)}
+
+    deadline = time.monotonic() + START_TIMEOUT
+    while not ready():
+        if time.monotonic() > deadline:
+            raise processes.StartFailed(f"nodes not Ready after {START_TIMEOUT:.0f} s (see logs/kwok.log)")
+        time.sleep(0.2)
+
+
+def _is_ready(node: dict) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in (node.get("status") or {}).get("conditions") or [])
+
+
+def _launch(component: processes.Component, layout: Layout, started: list) -> processes.Started:
+    process = processes.start(component, layout.home)
+    started.append(process)
+    return process
+
+
+def _ports(count: int) -> list[int]:
+    from .. import owned
+
+    return owned.free_ports(count)
+
+
+def _get(url: str, context: ssl.SSLContext | None = None) -> bool:
+    with urllib.request.urlopen(url, timeout=2, context=context) as response:
+        body = response.read()
+    return response.status == 200 and (not url.endswith("/health") or json.loads(body).get("health") == "true")
+
+
+def down(name: str) -> list[int]:
+    """Stop the cluster's processes and remove its folder; the PIDs stopped. ClusterError if unknown."""
+    folder = home.folder(name)
+    if not folder.exists():
+        raise ClusterError(f"no cluster named {name!r} (running: {', '.join(home.names()) or 'none'})")
+    stopped = processes.stop_all(folder)
+    home.remove(name)
+    return stopped

@@ -1,0 +1,169 @@
+"""Controllers a local cluster runs besides the control plane, one module each.
+
+Every module here has:
+
+    NAME              what it is called in messages and logs
+    PROGRAMS          the binaries it needs (cluster-tools/versions.yaml)
+    wanted(profile)   whether a cluster of this profile runs it
+    start(context)    install its CRDs, start it, register its webhooks, wait until it serves
+
+They run out of cluster, as local processes with the admin's kubeconfig; a webhook is served on
+127.0.0.1 with a certificate of the cluster's CA and registered by URL. One that cannot be built
+or started is left out: `cluster up` says so on stderr and starts the rest.
+"""
+
+from __future__ import annotations
+
+import importlib
+import socket
+import ssl
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ... import owned
+from ...profile import ClusterProfile
+from .. import api, pki, processes, tools
+from ..components import Layout
+
+# In the order they start: what the gang schedulers and Kueue act on comes first.
+MODULES = ("jobset",)
+
+
+@dataclass
+class Context:
+    """What a controller's start() may use and must record."""
+
+    layout: Layout
+    ca: pki.Pair
+    objects: api.Objects
+    profile: ClusterProfile
+    say: Callable[[str], None]
+    started: list[processes.Started] = field(default_factory=list)  # by this controller
+    ports_taken: dict[str, int] = field(default_factory=dict)
+
+    def ports(self, *purposes: str) -> list[int]:
+        """Free ports on 127.0.0.1, one per purpose (recorded in the cluster's state)."""
+        found = owned.free_ports(len(purposes))
+        self.ports_taken.update(zip(purposes, found))
+        return found
+
+    def launch(self, component: processes.Component) -> processes.Started:
+        process = processes.start(component, self.layout.home)
+        self.started.append(process)
+        return process
+
+    def serving_certificate(self, name: str) -> Path:
+        """A folder with tls.crt and tls.key (and ca.crt) for a server on 127.0.0.1: controller-runtime's layout."""
+        folder = self.layout.home / "certs" / name
+        pki.issue(self.ca, folder, "tls", name, server=True)
+        (folder / "ca.crt").write_bytes(self.ca.cert.read_bytes())
+        return folder
+
+    def install(self, objects: list[dict]) -> None:
+        """Create objects (CRDs first), waiting for every CRD to be Established."""
+        crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
+        for obj in crds + [o for o in objects if o not in crds]:
+            self.objects.apply(obj, manager="tfjobgen-cluster")
+        for crd in crds:
+            name = crd["metadata"]["name"]
+            api.wait_until(lambda: _established(self.objects.get("apiextensions.k8s.io/v1",
+                                                                 "CustomResourceDefinition", name)),
+                           30, f"CRD {name} Established")
+
+    def register_webhooks(self, configurations: list[dict], port: int, owner: str) -> None:
+        """Webhook configurations of a controller's manifests, pointed at https://127.0.0.1:port."""
+        bundle = __import__("base64").b64encode(self.ca.cert.read_bytes()).decode()
+        for configuration in configurations:
+            configuration = dict(configuration, metadata={"name": f"{owner}-{configuration['metadata']['name']}"})
+            for webhook in configuration.get("webhooks", []):
+                path = webhook["clientConfig"].get("service", {}).get("path", "/")
+                webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+            self.objects.apply(configuration, manager="tfjobgen-cluster")
+
+
+def _established(crd: dict | None) -> bool:
+    conditions = ((crd or {}).get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+def wait_serving(process: processes.Started, port: int, ca: pki.Pair, timeout: float = 60) -> None:
+    """Until a TLS server of the cluster's CA answers on 127.0.0.1:port (a webhook can be called)."""
+    context = ssl.create_default_context(cafile=str(ca.cert))
+
+    def handshake() -> bool:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as raw:
+            with context.wrap_socket(raw, server_hostname="127.0.0.1"):
+                return True
+
+    processes.wait_for(process, handshake, timeout, f"its webhook server on 127.0.0.1:{port}")
+
+
+def wait_healthy(process: processes.Started, port: int, path: str = "/healthz", timeout: float = 60) -> None:
+    import urllib.request
+
+    def healthy() -> bool:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=1) as response:
+            return response.status == 200
+
+    processes.wait_for(process, healthy, timeout, f"health ({path} on 127.0.0.1:{port})")
+
+
+def load_yaml_files(path: Path) -> list[dict]:
+    """Every object in a YAML file, or in the *.yaml files of a folder (sorted)."""
+    import yaml
+
+    files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
+    return [doc for f in files for doc in yaml.safe_load_all(f.read_text()) if doc]
+
+
+def kustomized(folder: Path) -> list[dict]:
+    """`kustomize build` of a folder of a controller's own manifests (its patches applied)."""
+    import subprocess
+
+    import yaml
+
+    built = subprocess.run([str(tools.program("kustomize")), "build", str(folder)], capture_output=True, text=True,
+                           check=True, timeout=60)
+    return [doc for doc in yaml.safe_load_all(built.stdout) if doc]
+
+
+@dataclass
+class Outcome:
+    started: list[str] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)  # controller -> why it does not run
+    ports: dict[str, int] = field(default_factory=dict)
+
+
+def start_all(layout: Layout, ca: pki.Pair, objects: api.Objects, profile: ClusterProfile,
+              say: Callable[[str], None], warn: Callable[[str], None], all_started: list) -> Outcome:
+    """Start every controller the profile wants; leave out (and say) those that cannot run."""
+    outcome = Outcome()
+    for module_name in MODULES:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+        if not module.wanted(profile):
+            continue
+        lacking = tools.missing(module.PROGRAMS)
+        if lacking:
+            reason = f"{', '.join(lacking)} not built (make cluster-tools)"
+            outcome.missing[module.NAME] = reason
+            warn(f"{module.NAME} left out: {reason}")
+            continue
+        context = Context(layout, ca, objects, profile, say)
+        begun = time.monotonic()
+        try:
+            module.start(context)
+        except (processes.StartFailed, TimeoutError, OSError) as err:
+            for process in context.started:
+                process.popen.kill()
+                process.popen.wait()
+            outcome.missing[module.NAME] = f"could not start: {err}"
+            warn(f"{module.NAME} left out: could not start: {err}")
+            continue
+        finally:
+            all_started.extend(context.started)
+        outcome.started.append(module.NAME)
+        outcome.ports.update({f"{module.NAME} {k}": v for k, v in context.ports_taken.items()})
+        say(f"{module.NAME} started in {time.monotonic() - begun:.1f}s")
+    return outcome

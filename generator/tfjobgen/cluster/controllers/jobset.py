@@ -1,0 +1,49 @@
+"""The JobSet controller (sigs.k8s.io/jobset): every cluster runs it, any job may ask for backend jobset.
+
+Its webhooks are part of its behaviour, not an option: the defaulting webhook sets the child
+Jobs' completion mode, restart policy and DNS hostnames, and the pod webhooks place follower
+pods beside their leaders in exclusive placement. They come from the module's own webhook
+manifests (config/components/webhook, its patches applied by kustomize), served on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import tools
+from ..processes import Component
+from . import Context, kustomized, load_yaml_files, wait_healthy, wait_serving
+
+NAME = "jobset"
+PROGRAMS = ["jobset-controller", "kustomize"]
+
+
+def wanted(profile) -> bool:
+    return True
+
+
+def start(context: Context) -> None:
+    family = tools.family_of("jobset-controller")
+    context.install(load_yaml_files(family.asset("config/components/crd/bases")))
+    webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
+    certificates = context.serving_certificate(NAME)
+    configuration = {
+        "apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},  # it would write a Secret and rotate certificates in-cluster
+        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certificates)},
+        "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "clientConnection": {"qps": 500, "burst": 1000},
+    }
+    config_file = context.layout.config / "jobset.json"
+    config_file.parent.mkdir(parents=True, exist_ok=True)
+    config_file.write_text(json.dumps(configuration, indent=1) + "\n")
+    process = context.launch(Component(NAME, [
+        str(tools.program("jobset-controller")), f"--config={config_file}", f"--kubeconfig={context.layout.kubeconfig}",
+        "--zap-log-level=info",
+    ]))
+    wait_serving(process, webhook_port, context.ca)
+    wait_healthy(process, health_port, "/readyz")
+    webhooks = [o for o in kustomized(family.asset("config/components/webhook")) if "Webhook" in o["kind"]]
+    context.register_webhooks(webhooks, webhook_port, NAME)

@@ -1,0 +1,288 @@
+"""The cluster's programs: which versions, where their binaries are, and how they are built.
+
+cluster-tools/versions.yaml names every family of programs (Kubernetes, etcd, KWOK, the
+controllers); cluster-tools/<family>/ is the Go module each is built in. Built binaries live
+outside the clone, one folder per family and version, with a digest of the recipe (go.mod,
+go.sum, link flags) beside them: a fresh clone on the same machine finds them and builds
+nothing, and a changed recipe is rebuilt rather than silently reused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+TOOLS_DIR = REPO / "cluster-tools"
+VERSIONS_FILE = TOOLS_DIR / "versions.yaml"
+CACHE_ENV = "TFJOBGEN_TOOLS_CACHE"
+RECIPE_FILE = "recipe.sha256"
+
+
+class ToolsMissing(Exception):
+    """A program the cluster needs was not built; the message says how to build it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """Programs built from one Go module of ours (cluster-tools/<name>/)."""
+
+    name: str
+    module: str  # the upstream module the programs come from
+    version: str  # its release, as the family's go.mod requires it
+    programs: dict[str, str]  # binary name -> Go package
+    stamp: str = ""  # which version keys to set at link time ("" for none)
+    required: bool = True  # False: a cluster can run without it
+    toolchain: str = ""  # GOTOOLCHAIN for modules that need a newer Go than the machine's
+    assets: tuple[str, ...] = ()  # files or folders of the module copied beside the binaries (CRDs, webhooks)
+
+    @property
+    def folder(self) -> Path:
+        return TOOLS_DIR / self.name
+
+    @property
+    def installed_in(self) -> Path:
+        return cache_root() / f"{self.name}-{self.version}"
+
+    def ldflags(self) -> str:
+        flags = ["-s", "-w", *_STAMPS.get(self.stamp, lambda v: [])(self.version)]
+        return " ".join(flags)
+
+    def recipe(self) -> str:
+        """A digest of everything the binaries depend on besides the Go toolchain's patch level."""
+        digest = hashlib.sha256()
+        for path in sorted(p for p in self.folder.rglob("*") if p.is_file()):
+            digest.update(str(path.relative_to(self.folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(f"{self.ldflags()}\0{self.toolchain}\0{sorted(self.programs.items())}\0{self.assets}".encode())
+        return digest.hexdigest()
+
+    def asset(self, path: str) -> Path:
+        """A file or folder of the module, as the build copied it (assets/<its path in the module>)."""
+        return self.installed_in / "assets" / path
+
+    def is_built(self) -> bool:
+        stamp = self.installed_in / RECIPE_FILE
+        return (stamp.is_file() and stamp.read_text().strip() == self.recipe()
+                and all((self.installed_in / p).is_file() for p in self.programs))
+
+
+def _kubernetes_stamp(version: str) -> list[str]:
+    """The keys upstream's hack/lib/version.sh sets: Kueue and others parse the API server's version."""
+    major, minor = version.lstrip("v").split(".")[:2]
+    keys = {"gitVersion": version, "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean",
+            "buildDate": "1970-01-01T00:00:00Z"}
+    return [f"-X {package}.{key}={value}" for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+            for key, value in keys.items()]
+
+
+_STAMPS = {
+    "kubernetes": _kubernetes_stamp,
+    "kustomize": lambda version: [f"-X sigs.k8s.io/kustomize/api/provenance.version={version}"],
+}
+
+
+def cache_root() -> Path:
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "tfjobgen" / "cluster-tools"
+
+
+def families() -> list[Family]:
+    import yaml
+
+    with open(VERSIONS_FILE, encoding="utf-8") as handle:
+        entries = yaml.safe_load(handle)
+    return [Family(name=name, **{**entry, "assets": tuple(entry.get("assets", ()))}) for name, entry in entries.items()]
+
+
+def family_of(program: str) -> Family:
+    for family in families():
+        if program in family.programs:
+            return family
+    raise KeyError(f"no family in {VERSIONS_FILE.name} builds {program!r}")
+
+
+def program(name: str) -> Path:
+    """The built binary `name`, or ToolsMissing saying how to build it."""
+    family = family_of(name)
+    if not family.is_built():
+        raise ToolsMissing(f"{name} ({family.module} {family.version}) is not built: run `make cluster-tools` "
+                           f"(binaries go to {family.installed_in.parent})")
+    return family.installed_in / name
+
+
+def missing(names: list[str]) -> list[str]:
+    """The programs among `names` that are not built."""
+    return [n for n in names if not family_of(n).is_built()]
+
+
+# ---- building ----------------------------------------------------------------------------------
+
+def check_pin(family: Family) -> None:
+    """The version in versions.yaml is the one the family's go.mod requires."""
+    import json
+
+    edit = subprocess.run(["go", "mod", "edit", "-json"], cwd=family.folder, capture_output=True, text=True,
+                          check=True)
+    required = {r["Version"] for r in json.loads(edit.stdout).get("Require") or [] if r["Path"] == family.module}
+    if required != {family.version}:
+        raise BuildFailed(f"cluster-tools/{family.name}/go.mod requires {family.module} "
+                          f"{', '.join(sorted(required)) or 'nothing'}, but versions.yaml says {family.version}")
+
+
+def build(family: Family, log_dir: Path, progress=None) -> None:
+    """Build every program of `family` into its cache folder (atomically: a failed build leaves nothing)."""
+    check_pin(family)
+    target = family.installed_in
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{family.name}-", dir=target.parent))
+    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
+    if family.toolchain:
+        env["GOTOOLCHAIN"] = family.toolchain
+    command = ["go", "build", "-v", "-trimpath", "-ldflags", family.ldflags(), "-o", str(staging) + "/",
+               *family.programs.values()]
+    log_path = log_dir / f"{family.name}.log"
+    try:
+        with open(log_path, "w", encoding="utf-8") as log:
+            _run_counting_packages(command, family.folder, env, log, progress)
+        for name, package in family.programs.items():
+            built = staging / _binary_name(package)
+            if built.name != name:
+                built.rename(staging / name)
+        _copy_assets(family, staging / "assets", env)
+        (staging / RECIPE_FILE).write_text(family.recipe() + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _copy_assets(family: Family, target: Path, env: dict) -> None:
+    """The module's CRDs and webhook manifests, from the module cache, as the pinned release has them."""
+    if not family.assets:
+        return
+    import json
+
+    listed = subprocess.run(["go", "list", "-m", "-json", family.module], cwd=family.folder, env=env,
+                            capture_output=True, text=True, check=True)
+    source = Path(json.loads(listed.stdout)["Dir"])
+    for path in family.assets:
+        origin, copy = source / path, target / path
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if origin.is_dir():
+            shutil.copytree(origin, copy)
+        else:
+            shutil.copyfile(origin, copy)
+    for path in target.rglob("*"):  # the module cache is read-only; the copies need not be
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _binary_name(package: str) -> str:
+    """The file `go build -o DIR/` writes for a package: its last element, or the one before a /vN suffix."""
+    elements = package.split("/")
+    if len(elements) > 1 and elements[-1][:1] == "v" and elements[-1][1:].isdigit():
+        return elements[-2]
+    return elements[-1]
+
+
+def _run_counting_packages(command, cwd, env, log, progress) -> None:
+    """Run `go build -v`, whose stderr names each package as it is compiled: a count to show."""
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                               stderr=subprocess.PIPE, text=True)
+    compiled = 0
+    try:
+        for line in process.stderr:
+            log.write(line)
+            if line.strip() and not line.startswith((" ", "\t", "#", "go:")):
+                compiled += 1
+                if progress:
+                    progress(compiled)
+        if process.wait() != 0:
+            raise BuildFailed(f"`go build` exited {process.returncode}")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+class BuildFailed(Exception):
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`tfjobgen cluster tools`: build what is missing; list what is built."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="tfjobgen cluster tools")
+    parser.add_argument("--list", action="store_true", help="say what is built, build nothing")
+    parser.add_argument("families", nargs="*", metavar="FAMILY", help="only these (default: all)")
+    args = parser.parse_args(argv)
+    return build_all(args.families, list_only=args.list)
+
+
+def build_all(only: list[str], list_only: bool = False) -> int:
+    from .. import table
+
+    chosen = [f for f in families() if not only or f.name in only]
+    unknown = set(only) - {f.name for f in families()}
+    if unknown:
+        print(f"tfjobgen cluster tools: no family {', '.join(sorted(unknown))} in {VERSIONS_FILE}", file=sys.stderr)
+        return 2
+    if not list_only and shutil.which("go") is None and not all(f.is_built() for f in chosen):
+        print("tfjobgen cluster tools: the go command is not on PATH (Go 1.24 or newer builds these)", file=sys.stderr)
+        return 1
+    log_dir = cache_root() / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    rows, failed_required = [], False
+    for family in chosen:
+        started = time.monotonic()
+        if family.is_built():
+            state = "built"
+        elif list_only:
+            state = "not built"
+        else:
+            state = _build_with_progress(family, log_dir)
+            failed_required |= state != "built" and family.required
+        rows.append([family.name, family.version, ", ".join(family.programs), state,
+                     f"{time.monotonic() - started:.0f}s" if not list_only else "-"])
+    print(table.render(["FAMILY", "VERSION", "PROGRAMS", "STATE", "TIME"], rows))
+    print(f"binaries in {cache_root()}")
+    return 1 if failed_required else 0
+
+
+def _build_with_progress(family: Family, log_dir: Path) -> str:
+    started = time.monotonic()
+    interactive = sys.stderr.isatty()
+    last_print = [0.0]
+
+    def progress(compiled: int) -> None:
+        elapsed = time.monotonic() - started
+        if interactive:
+            print(f"\rbuilding {family.name} {family.version}: {compiled} packages compiled, {elapsed:.0f}s",
+                  end="", file=sys.stderr, flush=True)
+        elif elapsed - last_print[0] >= 30:
+            last_print[0] = elapsed
+            print(f"building {family.name} {family.version}: {compiled} packages compiled, {elapsed:.0f}s",
+                  file=sys.stderr, flush=True)
+
+    print(f"building {family.name} {family.version} ({', '.join(family.programs)}) ...", file=sys.stderr, flush=True)
+    try:
+        build(family, log_dir, progress)
+    except (BuildFailed, OSError) as err:
+        tail = (log_dir / f"{family.name}.log").read_text(errors="replace").splitlines()[-15:]
+        print(("\n" if interactive else "") + f"could not build {family.name} {family.version}: {err}\n  "
+              + "\n  ".join(tail) + f"\n(full log: {log_dir / family.name}.log)", file=sys.stderr)
+        return "FAILED" if family.required else "failed (optional)"
+    if interactive:
+        print(file=sys.stderr)
+    return "built"

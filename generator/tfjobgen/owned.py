@@ -1,0 +1,50 @@
+"""Ports and processes tfjobgen takes on this machine, and finding what it left behind.
+
+run-local's tasks and a local cluster's components are started with a marker variable in their
+environment (its value names the run or the cluster); a sweep of /proc finds every process that
+carries it, even one that escaped its process group or outlived the command that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports on 127.0.0.1 that were free a moment ago (callers retry on a clash)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))  # holding them all open at once keeps the kernel from repeating one
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def marked(variable: str, value: str) -> list[int]:
+    """PIDs of live processes whose environment has variable=value (zombies have none and are left out)."""
+    needle = f"{variable}={value}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                if needle in environ.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue  # gone, or someone else's
+    return sorted(found)
+
+
+def kill(pids: list[int], sig: int = signal.SIGKILL) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
