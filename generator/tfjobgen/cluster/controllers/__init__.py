@@ -28,7 +28,7 @@ from .. import api, pki, processes, tools
 from ..components import Layout
 
 # In the order they start: what the gang schedulers and Kueue act on comes first.
-MODULES = ("jobset",)
+MODULES = ("jobset", "training_operator", "volcano", "scheduler_plugins", "kueue")
 
 
 @dataclass
