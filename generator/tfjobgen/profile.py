@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from . import quantity, schema, source
+from . import labels, quantity, schema, source
 from .model import API_VERSION
 from .problems import Problem
 
@@ -213,6 +213,41 @@ def check(profile: ClusterProfile) -> list[Problem]:
     if profile.gang.scheduler == "kueue" and not profile.gang.queue:
         problems.append(Problem("kueue admits a job only through a LocalQueue: name it in spec.gang.queue",
                                 "spec.gang.queue"))
+    return problems + _strings(profile)
+
+
+def _strings(profile: ClusterProfile) -> list[Problem]:
+    """The profile's strings that every job's objects carry, as the API server would judge them there:
+    one bad selector or label would make every job of the cluster fail at sync."""
+    problems = []
+    for name, pool in profile.node_pools.items():
+        problems += labels.check_map(pool.node_selector, "spec", "nodePools", name, "nodeSelector")
+        problems += labels.check_tolerations(pool.tolerations, "spec", "nodePools", name, "tolerations")
+    problems += labels.check_map(profile.cpu_manager_selector, "spec", "cpuManager", "nodeSelector")
+    problems += labels.check_tolerations(profile.cpu_manager_tolerations, "spec", "cpuManager", "tolerations")
+    monitoring = profile.monitoring
+    problems += labels.check_map(monitoring.pod_monitor_labels, "spec", "monitoring", "podMonitorLabels")
+    problems += labels.check_map(monitoring.rule_labels, "spec", "monitoring", "ruleLabels")
+    dashboard_label = labels.key_problem(monitoring.dashboard_label, "spec.monitoring.dashboards.label")
+    problems += [dashboard_label] if dashboard_label else []
+    gang = profile.gang
+    wrong = labels.dns_subdomain_problem(gang.scheduler_name)
+    if wrong:  # pods' spec.schedulerName (ValidatePodSpec: a DNS-1123 subdomain)
+        problems.append(Problem(f"'{gang.scheduler_name}' is not valid: a pod's schedulerName is a DNS subdomain "
+                                f"({wrong})", "spec.gang.schedulerName"))
+    if gang.scheduler in ("kueue", "volcano") and gang.queue:
+        # Kueue: the value of the label kueue.x-k8s.io/queue-name, naming a LocalQueue; Volcano: a Queue's name.
+        as_label = labels.value_problem(gang.queue, "spec.gang.queue") if gang.scheduler == "kueue" else None
+        wrong = labels.dns_subdomain_problem(gang.queue)
+        if as_label:
+            problems.append(as_label)
+        elif wrong:
+            what = "a LocalQueue" if gang.scheduler == "kueue" else "a Volcano Queue"
+            problems.append(Problem(f"'{gang.queue}' is not valid: {what} is named by a DNS subdomain ({wrong})",
+                                    "spec.gang.queue"))
+    if profile.gpu is not None and "/" not in profile.gpu.resource:
+        problems.append(Problem(f"'{profile.gpu.resource}' is not an extended resource name: Kubernetes wants one "
+                                "with a domain prefix, such as nvidia.com/gpu", "spec.gpu.resource"))
     return problems
 
 
