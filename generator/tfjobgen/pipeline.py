@@ -116,7 +116,8 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
         return None, [intent.locate(p) for p in problems]
     job = model.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
     backend = backends.get(job.backend)
-    for check in (names.check, labels.check, container.check):
+    problems += names.check(job, backend.naming)
+    for check in (labels.check, container.check):
         problems += check(job)
     if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
         from .planner import variables as declared_variables

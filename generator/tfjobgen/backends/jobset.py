@@ -90,13 +90,7 @@ def leader(job: TrainingJob) -> str:
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     problems = common.one_template_per_role(job, profile, "a JobSet (a replicatedJob of one Indexed Job per role)")
-    longest = max((hostname(job, role, spec.replicas - 1) for role, spec in job.roles.items()), key=len)
-    if len(longest) > names.DNS_LABEL_MAX:
-        room = names.DNS_LABEL_MAX - (len(longest) - len(job.name))
-        problems.append(Problem(
-            f"JobSet names a pod's host '{longest}', {len(longest)} characters; Kubernetes allows "
-            f"{names.DNS_LABEL_MAX}: shorten the name to at most {room} characters", "metadata.name"))
-    return problems + gang.check(job, profile, NAME)
+    return problems + gang.check(job, profile, NAME)  # the length of its pods' hosts: names.check
 
 
 def _replicated_job(plan: JobPlan, role: RolePlan) -> dict:
