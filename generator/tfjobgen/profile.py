@@ -213,7 +213,26 @@ def check(profile: ClusterProfile) -> list[Problem]:
     if profile.gang.scheduler == "kueue" and not profile.gang.queue:
         problems.append(Problem("kueue admits a job only through a LocalQueue: name it in spec.gang.queue",
                                 "spec.gang.queue"))
-    return problems + _strings(profile)
+    return problems + _room(profile) + _strings(profile)
+
+
+def _room(profile: ClusterProfile) -> list[Problem]:
+    """Node shapes that leave pods nothing: said once, here, rather than as every role not fitting."""
+    problems = []
+    for at, shape in profile.node_shapes.items():
+        if at != "spec.node" and shape is profile.node:
+            continue  # a pool without a shape of its own: spec.node's, checked once
+        if shape.cpu <= 0:
+            written = shape.cpu + (shape.reserved_cpus or 0)
+            problems.append(Problem(
+                f"the kubelet keeps all {quantity.describe_cpu(written)} CPUs of a node for the system, so pods get "
+                "none: reservedCpus must be less than cpu" if shape.reserved_cpus else
+                "a node with no CPU runs no task: write the nodes' CPUs",
+                f"{at}.reservedCpus" if shape.reserved_cpus else f"{at}.cpu"))
+        if shape.memory <= 0:
+            problems.append(Problem("a node with no memory for pods runs no task: write the nodes' allocatable memory",
+                                    f"{at}.memory"))
+    return problems
 
 
 def _strings(profile: ClusterProfile) -> list[Problem]:
