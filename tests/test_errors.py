@@ -129,6 +129,18 @@ def test_profile_rules_are_reported_once_per_build_at_the_profile(tmp_path):
            "CPU reservation" in proc.stderr
 
 
+def test_the_cpu_manager_warning_is_for_cpuset_jobs_and_said_once(tmp_path):
+    (tmp_path / "a.yaml").write_text(job(**{IMAGE: IMAGE + "\n  qos: shared"}))
+    (tmp_path / "b.yaml").write_text(job(**{NAME: "  name: other", IMAGE: IMAGE + "\n  qos: shared"}))
+    for command in ("validate", "render", "plan"):
+        proc = run_tfjobgen(command, str(tmp_path), cwd=tmp_path)
+        assert proc.returncode == 0 and "CPU-manager" not in proc.stderr, (command, proc.stderr)
+    (tmp_path / "b.yaml").write_text(job(**{NAME: "  name: other"}))  # cpuset: the warning matters now
+    for command in ("validate", "render", "plan"):
+        proc = run_tfjobgen(command, str(tmp_path), cwd=tmp_path)
+        assert proc.returncode == 0 and proc.stderr.count("names no CPU-manager nodes") == 1, (command, proc.stderr)
+
+
 def test_capacity_is_what_pods_get_after_the_reserved_cpus(tmp_path):
     from conftest import REPO
 

@@ -102,9 +102,29 @@ PROFILE_CHECKS = (profile_rules.check, qos.check_profile, tuning.check_profile)
 
 def check_profile(profile: ClusterProfile) -> list[Problem]:
     """Every profile rule, each problem placed at the profile's file and line when it has them."""
+    return _in_profile(profile, [p for check in PROFILE_CHECKS for p in check(profile)])
+
+
+def _in_profile(profile: ClusterProfile, problems: list[Problem]) -> list[Problem]:
     ref = ResourceRef(model.API_VERSION, PROFILE_KIND, profile.name)
-    return [p.located(profile.origin.file, profile.origin.line_of(p.field), ref)
-            for check in PROFILE_CHECKS for p in check(profile)]
+    return [p.located(profile.origin.file, profile.origin.line_of(p.field), ref) for p in problems]
+
+
+def check_all(found: list[Intent], profile: ClusterProfile) -> tuple[list[model.TrainingJob | None], list[Problem]]:
+    """The profile, then every intent: the typed jobs (None where an intent has errors, all None when the
+    profile has) and every problem, each said once per build."""
+    problems = check_profile(profile)
+    if has_errors(problems):  # every job's rules read the profile: a broken one checks no job
+        return [None for _ in found], problems
+    jobs = []
+    for intent in found:
+        job, more = validate(intent, profile)
+        jobs.append(job)
+        problems += more
+    problems += duplicates(found)
+    # Profile warnings that matter only to some jobs (CPU-manager nodes, to cpuset jobs): once, on the profile.
+    problems += _in_profile(profile, qos.check_profile_for(profile, [job for job in jobs if job is not None]))
+    return jobs, problems
 
 
 # ---- validate ---------------------------------------------------------------
@@ -162,14 +182,7 @@ def expand(intents: list[Intent], profile: ClusterProfile, others: list[dict] = 
 
     `others` are the build's other objects: a generated object may not take one's name.
     """
-    jobs, problems = [], check_profile(profile)
-    if has_errors(problems):  # every job's rules read the profile: a broken one checks no job
-        return Expansion([[] for _ in intents], _sorted(problems))
-    for intent in intents:
-        job, found = validate(intent, profile)
-        jobs.append(job)
-        problems += found
-    problems += duplicates(intents)
+    jobs, problems = check_all(intents, profile)
     if not has_errors(problems):
         objects = [render(job, profile) for job in jobs]
         problems += collisions(objects, intents, list(others))

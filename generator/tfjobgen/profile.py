@@ -45,7 +45,7 @@ class NodePool:
 @dataclass(frozen=True)
 class Gpu:
     resource: str  # the device plugin's extended resource, e.g. nvidia.com/gpu
-    node_pool: str  # the pool of GPU nodes (spec.nodePools)
+    node_pool: str | None  # the pool of GPU nodes (spec.nodePools); None: the resource alone places pods
     per_node: int
 
 
@@ -197,7 +197,7 @@ def check(profile: ClusterProfile) -> list[Problem]:
             known = ", ".join(profile.node_pools) or "none"
             problems.append(Problem(f"no node pool '{pool}' in spec.nodePools (pools: {known})",
                                     f"spec.isolatedPools.{role}"))
-    if profile.gpu is not None and profile.gpu.node_pool not in profile.node_pools:
+    if profile.gpu is not None and profile.gpu.node_pool is not None and profile.gpu.node_pool not in profile.node_pools:
         known = ", ".join(profile.node_pools) or "none"
         problems.append(Problem(f"no node pool '{profile.gpu.node_pool}' in spec.nodePools (pools: {known}): "
                                 "name the pool of GPU nodes", "spec.gpu.nodePool"))
@@ -274,5 +274,12 @@ DEFAULT_DOCUMENT = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name"
 
 
 def default_profile() -> ClusterProfile:
-    """The embedded default: 80-core / 256 GiB nodes, no pools, cluster.local, port 2222."""
-    return replace(cluster_profile(DEFAULT_DOCUMENT), embedded=True)
+    """The embedded default: 80-core / 256 GiB nodes, no pools, cluster.local, port 2222.
+
+    It knows no cluster, so it refuses nothing a cluster would place: a GPU task asks for the
+    schema's default device (nvidia.com/gpu) with no node pool, and the scheduler sends it to a
+    node whose device plugin advertises one, as it does any pod requesting an extended resource.
+    """
+    gpu = schema.load(schema.CLUSTER_PROFILE)["properties"]["spec"]["properties"]["gpu"]["properties"]
+    return replace(cluster_profile(DEFAULT_DOCUMENT), embedded=True,
+                   gpu=Gpu(gpu["resource"]["default"], None, gpu["perNode"]["default"]))

@@ -51,12 +51,8 @@ def run(args) -> int:
         print(f"tfjobgen plan: --checkpoint describes one job's variables; {len(intents)} jobs were given",
               file=sys.stderr)
         return EXIT_INVALID
-    problems += pipeline.check_profile(profile)  # as `expand` does: a broken profile plans nothing
-    jobs = []
-    for intent in intents if not has_errors(problems) else ():
-        job, found = pipeline.validate(intent, profile)
-        problems += found
-        jobs.append(job)
+    jobs, found = pipeline.check_all(intents, profile)  # as `expand` does: a broken profile plans nothing
+    problems += found
     for problem in problems:
         print(problem.format(), file=sys.stderr)
     if has_errors(problems):
