@@ -55,20 +55,59 @@ class Intent:
 
 
 def load_intents(paths: list[str], relative_to: str | None = None) -> tuple[list[Intent], list[Problem]]:
-    """The intents in files and folders, and problems of files that could not be read or parsed.
+    """The intents in files and folders, and problems of files that could not be read or parsed, or that
+    were named (not found in a folder) and hold no TrainingJob.
 
     Files are named as given, or relative to `relative_to` (a repository root) with '/'.
     """
     found, problems = [], []
-    for path in intents.files(paths):
-        shown = os.path.relpath(path, relative_to).replace(os.sep, "/") if relative_to else path
-        try:
-            documents = source.parse_file(path, shown)
-        except InvalidInput as err:
-            problems += err.problems
-            continue
-        found += [Intent(d.data, shown, d) for d in documents if intents.is_intent(d.data)]
+    for path in paths:
+        named = os.path.isfile(path)  # a folder's files may hold anything else a kustomization lists
+        for file in intents.files([path]):
+            shown = os.path.relpath(file, relative_to).replace(os.sep, "/") if relative_to else file
+            try:
+                documents = source.parse_file(file, shown)
+            except InvalidInput as err:
+                problems += err.problems
+                continue
+            these = [Intent(d.data, shown, d) for d in documents if intents.is_intent(d.data)]
+            if named and not these:
+                problems.append(_no_intent_in(shown, documents))
+            found += these
     return found, problems
+
+
+_JOB_FILE = f"a job file has apiVersion: {model.API_VERSION} and kind: {model.KIND}"
+
+
+def _no_intent_in(file: str, documents: list[source.Document]) -> Problem:
+    """A file named on the command line that holds no TrainingJob: say what it holds instead."""
+    if not documents:
+        return Problem(f"no TrainingJob here: the file is empty; {_JOB_FILE}", file=file)
+    first = documents[0]
+    if not isinstance(first.data, dict):
+        what = "a YAML list" if isinstance(first.data, list) else "a single value"
+        return Problem(f"no TrainingJob here: the file holds {what}; a job is a mapping with apiVersion: "
+                       f"{model.API_VERSION} and kind: {model.KIND}", file=file, line=first.start_line)
+    ref = intents.ref_of(first.data)
+    held = " ".join(part for part in (ref.kind or "a mapping without kind", ref.name) if part)
+    advice = "name it with --profile" if intents.kind_of(first.data) == "profile" else _JOB_FILE
+    return Problem(f"no TrainingJob here: the file holds {held}; {advice}", file=file,
+                   line=first.line_of("kind"))
+
+
+def empty_folders(paths: list[str], found: list[Intent]) -> list[Problem]:
+    """Folders named on the command line in which no file holds a TrainingJob."""
+    problems = []
+    for folder in (p for p in paths if os.path.isdir(p)):
+        inside = os.path.join(os.path.abspath(folder), "")
+        if any(os.path.abspath(intent.file).startswith(inside) for intent in found):
+            continue
+        count = len(intents.files([folder]))
+        problems.append(Problem(
+            f"no TrainingJob in the {count} YAML file(s) under this folder (in a folder, files without a "
+            f"TrainingJob are passed over, as other resources of a kustomization); {_JOB_FILE}", file=folder))
+    return problems
 
 
 def load_profile(path: str | None) -> ClusterProfile:

@@ -44,9 +44,7 @@ def run(args) -> int:
     except FileNotFoundError as err:
         print(f"tfjobgen plan: no such file or folder: {err.filename}", file=sys.stderr)
         return EXIT_INVALID
-    if not intents and not problems:
-        print(f"tfjobgen plan: no TrainingJob in {' '.join(args.paths)}", file=sys.stderr)
-        return EXIT_INVALID
+    problems += pipeline.empty_folders(args.paths, intents)
     if args.checkpoint and len(intents) != 1:
         print(f"tfjobgen plan: --checkpoint describes one job's variables; {len(intents)} jobs were given",
               file=sys.stderr)
