@@ -100,7 +100,10 @@ def cmd_summary(args) -> int:
     except InvalidInput as err:
         _print_problems(err.problems)
         return EXIT_INVALID
-    print(describe.table_of(describe.jobs(objects)))
+    summaries = describe.jobs(objects)
+    print(describe.table_of(summaries))
+    for summary in (s for s in summaries if s.unreadable):  # described as far as its objects go
+        print(f"{args.file}: warning: {summary.key}: {summary.unreadable}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -161,16 +161,15 @@ def _child_jobs(jobset: dict) -> list[tuple[dict, dict]]:
 
 def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job run by a JobSet among `objects`, each task as JobSet's child Job creates its pod."""
-    config_maps = common.config_maps(objects)
-    found = []
-    for namespace, name, members, jobsets in common.jobs_carried_by(objects, API_VERSION, KIND):
-        children = _child_jobs(jobsets[0])
-        task_pods = sorted((p for child, marks in children
-                            for p in pods.job_pods(child, config_maps, marks, marks)), key=common.task_order)
-        found.append(DecodedJob(namespace, name, NAME, members, task_pods,
-                                lifecycle.from_batch_job_spec(children[0][0]["spec"]),
-                                common.cluster_config(members), [_service(jobsets[0])], fails_as_one=True))
-    return found
+    return common.decode_each(objects, API_VERSION, KIND, NAME, _decode_one)
+
+
+def _decode_one(namespace: str, name: str, members: list[dict], jobsets: list[dict], config_maps: dict) -> DecodedJob:
+    children = _child_jobs(jobsets[0])
+    task_pods = sorted((p for child, marks in children for p in pods.job_pods(child, config_maps, marks, marks)),
+                       key=common.task_order)
+    return DecodedJob(namespace, name, NAME, members, task_pods, lifecycle.from_batch_job_spec(children[0][0]["spec"]),
+                      common.cluster_config(members), [_service(jobsets[0])], fails_as_one=True)
 
 
 def _service(jobset: dict) -> dict:
