@@ -186,6 +186,10 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
         problems += check(job, profile)
     if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right
         problems += limits.check(job, profile, backend.naming)
+        if profile.node_count is not None or any(p.node_count is not None for p in profile.node_pools.values()):
+            from .planner import capacity  # only where the profile counts nodes, so that Pending is known
+
+            problems += capacity.check(job, profile)
     problems = [intent.locate(p) for p in problems]
     return (None if has_errors(problems) else job), problems
 
