@@ -14,7 +14,7 @@ import struct
 
 import pytest
 
-from conftest import JOBS, REPO, need, render, run_tfjobgen
+from conftest import JOBS, OVERLAYS, REPO, need, render, run_tfjobgen
 from tfjobgen import backends, pipeline, schema
 from tfjobgen.planner import advice as advice_lib
 from simulation import scenarios
@@ -440,3 +440,35 @@ def test_gpu_tasks_beyond_the_gpu_pool_are_a_warning_and_plan_names_the_gpus(tmp
     assert warning.message.startswith("worker:2-3 would stay Pending: ")
     (pending,) = capacity.capacity(job, loaded).own.pending
     assert "4 GPU" in pending.reason and "CPU" not in pending.reason, pending.reason
+
+
+# ---- advice that validates ----------------------------------------------------------------------------
+
+def test_every_advice_of_every_example_passes_validate_when_applied():
+    """What plan advises, written into the job file, is a job tfjobgen accepts on that cluster."""
+    applied = 0
+    for overlay in [None] + OVERLAYS:
+        profile = pipeline.load_profile(str(REPO / "overlays" / overlay / "cluster-profile.yaml") if overlay
+                                        else None)
+        intents, _ = pipeline.load_intents([str(JOBS)])
+        for intent in intents:
+            job, problems = pipeline.validate(intent, profile)
+            assert job is not None, [p.format() for p in problems]
+            for advice in report.make(job, profile, variables.of_job(job), intent.data).advice:
+                if not advice.changes:
+                    continue  # it names no single value to write (raise the memory, say)
+                changed = pipeline.Intent(advice_lib.applied(intent.data, advice), intent.file)
+                errors = [p.format() for p in pipeline.validate(changed, profile)[1] if p.is_error]
+                assert not errors, f"{overlay}: {intent.name}: {advice.field}: {advice.message}\n" + "\n".join(errors)
+                applied += 1
+    assert applied, "some example gets advice with a change"
+
+
+def test_plan_does_not_advise_a_topology_the_backend_refuses(capsys):
+    from tfjobgen import cli
+
+    assert cli.main(["plan", str(JOBS / "ctr-jobset.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "- spec.topology.mode: colocated" not in out
+    assert "note: spec.topology.mode: colocated would keep 60% of the bytes inside a server" in out
+    assert "not advised: tfjobgen would then refuse the job (spec.backend: topology colocated needs" in out

@@ -340,7 +340,8 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
                 continue
             job, problems = pipeline.validate(intent, profile)
             if job is not None:
-                plans.append(report.markdown(report.make(job, profile, variables.of_job(job)), heading="####"))
+                plans.append(report.markdown(report.make(job, profile, variables.of_job(job), intent.data),
+                                             heading="####"))
     return plans
 
 

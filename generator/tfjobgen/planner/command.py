@@ -57,7 +57,7 @@ def run(args) -> int:
         return EXIT_INVALID
 
     plans = []
-    for job in jobs:
+    for intent, job in zip(intents, jobs):
         try:
             if args.checkpoint:
                 print(f"tfjobgen plan: reading {args.checkpoint} with TensorFlow ...", file=sys.stderr, flush=True)
@@ -67,7 +67,7 @@ def run(args) -> int:
         except variables.PlanError as err:
             print(f"tfjobgen plan: {err}", file=sys.stderr)
             return EXIT_INVALID
-        plans.append(report.make(job, profile, workload))
+        plans.append(report.make(job, profile, workload, intent.data))
 
     if args.png:
         from . import chart
