@@ -7,6 +7,7 @@ import re
 from .model import TrainingJob
 from .problems import WARNING, Problem, field_path
 
+OUR_PREFIX = "tfjobgen.dev/"  # every label under it is tfjobgen's own
 JOB = "tfjobgen.dev/job"
 ROLE = "tfjobgen.dev/role"
 INDEX = "tfjobgen.dev/index"
@@ -32,9 +33,15 @@ def _own(job: TrainingJob, component: str) -> dict[str, str]:
     }
 
 
+def is_ours(job: TrainingJob, key: str) -> bool:
+    """A label key tfjobgen sets itself: its selectors, `summary` and the placement rules read these, so an
+    intent's value for one is never used, on any object (check warns of it)."""
+    return key.startswith(OUR_PREFIX) or key in _own(job, "")
+
+
 def recommended(job: TrainingJob, component: str) -> dict[str, str]:
-    """The app.kubernetes.io/* recommended labels, plus the intent's own labels (ours win)."""
-    return {**job.labels, **_own(job, component)}
+    """The app.kubernetes.io/* recommended labels, plus the intent's own labels but ours."""
+    return {**{k: v for k, v in job.labels.items() if not is_ours(job, k)}, **_own(job, component)}
 
 
 def for_role(job: TrainingJob, role: str) -> dict[str, str]:
@@ -150,11 +157,10 @@ def check_tolerations(tolerations: tuple[dict, ...] | list[dict], *at: str) -> l
 def check(job: TrainingJob) -> list[Problem]:
     """The intent's labels and annotations, as the API server would judge them on every object."""
     problems = check_map(job.labels, "metadata", "labels")
-    ours = set(_own(job, "")) | {ROLE, INDEX}
     for key in job.labels:
-        if key in ours:
-            problems.append(Problem(f"tfjobgen sets the label {key} itself; your value is replaced",
-                                    field_path("metadata", "labels", key), severity=WARNING))
+        if is_ours(job, key):
+            problems.append(Problem(f"tfjobgen sets the label {key} itself; your value is replaced (on objects "
+                                    "without it, left off)", field_path("metadata", "labels", key), severity=WARNING))
     for key in job.annotations:
         wrong = _key_problem(key, lower_prefix=True)  # the API server lower-cases annotation prefixes to check
         if wrong:
