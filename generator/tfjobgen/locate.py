@@ -47,6 +47,30 @@ def find_intents(root: str, limit: int = 20000) -> dict[tuple[str, str], tuple[s
     return found
 
 
+def find_annotated(root: str, path: str, index: int | None, ref, limit: int = 2000) -> tuple[str, source.Document] | None:
+    """The document of `ref` in the file an orchestrator's path annotation names. kpt names files relative to
+    the package it runs on and runs the function in its own working folder (root): the package is root or a
+    folder under it, so `path` is looked for under each folder (hidden ones skipped), nearest first."""
+    folders, seen = [os.path.abspath(root)], 0
+    while folders and seen < limit:
+        folder = folders.pop(0)
+        seen += 1
+        candidate = os.path.join(folder, path)
+        if os.path.isfile(candidate):
+            documents = _documents(candidate)
+            chosen = [documents[index]] if index is not None and index < len(documents) else documents
+            for document in chosen:
+                found = intents.ref_of(document.data)
+                if (found.kind, found.name) == (ref.kind, ref.name):  # a function before may set the namespace
+                    return path, document
+        try:
+            folders += sorted(entry.path for entry in os.scandir(folder)
+                              if entry.is_dir(follow_symlinks=False) and not entry.name.startswith("."))
+        except OSError:
+            continue
+    return None
+
+
 def find_profile(root: str, name: str) -> tuple[str, source.Document] | None:
     """The file (as the user knows it) and document of ClusterProfile `name` among the local
     `transformers:` of the kustomization in root: kustomize hands a legacy plugin a temporary
