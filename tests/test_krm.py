@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import JOBS, REPO, kpt, load_yaml_stream, run_tfjobgen
-from tfjobgen import krm
+from tfjobgen import krm, pipeline
 
 JOB = (JOBS / "wide-deep.yaml").read_text()
 OTHER = {
@@ -224,3 +224,62 @@ def test_kpt_shows_the_file_and_line_of_an_error(tmp_path):
                           capture_output=True, text=True, env=_path_with_venv(), cwd=tmp_path)
     assert proc.returncode != 0
     assert f"job.yaml:{line}: spec.roles.worker.replica: unknown field 'replica'" in proc.stderr, proc.stderr
+
+
+# ---- blame: a value an overlay patched is reported at the patch ------------------------------------
+
+PATCHES = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../../jobs
+patches:
+- target: {kind: TrainingJob, name: wide-deep}
+  patch: |-
+    - op: replace
+      path: /spec/roles/worker/replicas
+      value: 0
+- path: chief.yaml
+transformers:
+- cluster-profile.yaml
+"""
+CHIEF_PATCH = """\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: wide-deep, namespace: ml-training}
+spec:
+  roles:
+    chief: {cpu: 500m}
+"""
+
+
+def test_a_value_an_overlay_patched_is_reported_at_the_patch(tmp_path):
+    """kustomize hands the function the patched intent: a problem of a patched value points at the patch
+    (an inline one in the kustomization, or a patch file) and says what the job file has."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "wide-deep.yaml").write_text(JOB)
+    (tmp_path / "jobs" / "kustomization.yaml").write_text("resources:\n- wide-deep.yaml\n")
+    overlay = tmp_path / "overlays" / "x"
+    overlay.mkdir(parents=True)
+    (overlay / "kustomization.yaml").write_text(PATCHES)
+    (overlay / "chief.yaml").write_text(CHIEF_PATCH)
+    worker_line = next(n for n, text in enumerate(JOB.splitlines(), 1) if "worker: {replicas: 32" in text)
+    replicas = _job(**{"spec.roles.worker.replicas": 0})  # what kustomize makes of it, one patch at a time
+    _, problems = krm.expand_items([replicas], pipeline.profile_from(PROFILE), str(overlay))
+    assert [p.format() for p in problems if p.is_error] == [
+        "overlays/x/kustomization.yaml:9: spec.roles.worker.replicas: 0 is out of range: must be at least 1 (set "
+        f"by this overlay's patch; jobs/wide-deep.yaml:{worker_line} has 32)"]
+    chief = _job()
+    chief["spec"]["roles"]["chief"]["cpu"] = "500m"
+    _, problems = krm.expand_items([chief], pipeline.profile_from(PROFILE), str(overlay))
+    assert [p.format() for p in problems if p.is_error] == [
+        "overlays/x/chief.yaml:6: spec.roles.chief.cpu: qos cpuset needs whole CPUs for the kubelet's CPU manager, "
+        "got 0.5: use 1 or set spec.qos: shared (set by this overlay's patch; jobs/wide-deep.yaml:"
+        f"{worker_line + 1} has 2)"]
+    # A value no patch of the tree wrote (another transformer of the overlay): said at the job file's line.
+    other = _job(**{"spec.roles.worker.cpu": "4500m"})
+    _, problems = krm.expand_items([other], pipeline.profile_from(PROFILE), str(overlay))
+    [line] = [p.format() for p in problems if p.is_error]
+    assert line.startswith(f"jobs/wide-deep.yaml:{worker_line}: spec.roles.worker.cpu: qos cpuset needs whole CPUs")
+    assert line.endswith(f"(the build has 4500m: the overlay changed it; jobs/wide-deep.yaml:{worker_line} has 4)")

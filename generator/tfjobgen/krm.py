@@ -81,9 +81,13 @@ def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     expansion = pipeline.expand(found, profile, others)
     if has_errors(expansion.problems):
         # Errors only: find the files the intents came from and check again, so that every problem
-        # (and every message that names another file) says where to look.
-        expansion = pipeline.expand(_with_sources(found, root), profile, others)
-        return items, expansion.problems
+        # (and every message that names another file) says where to look, the patch that wrote a value included.
+        from . import locate
+
+        placed = _with_sources(found, root)
+        expansion = pipeline.expand(placed, profile, others)
+        sources = {(i.ref.kind, i.ref.name): (i.document, i.data) for i in placed if i.document is not None}
+        return items, locate.from_patches(expansion.problems, sources, root)
     replacement = dict(zip(positions, expansion.objects))
     result = []
     for i, item in enumerate(items):

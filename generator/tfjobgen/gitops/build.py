@@ -268,7 +268,7 @@ def _expanded(root: Path, plan: layouts.Layout, intents_build: Build, selection:
         return build
     directory = root / plan.overlay
     expanded, problems = krm.expand_items(items, profile, str(directory))
-    build.problems += [_from_patch(p, root, directory) for p in problems]
+    build.problems += problems  # a value a patch wrote is reported at the patch (locate.from_patches)
     if build.ok:
         build.objects = emit.kustomize_order([obj for obj in expanded if selection.keeps(obj, jobs)])
     return build
@@ -345,33 +345,13 @@ def _stderr_problems(stderr: str, root: Path, directory: Path, overlay_path: str
     for line in stderr.splitlines():
         match = _LOCATED.match(line.strip())
         if match:
-            located.append(_from_patch(_located_problem(match, root, directory), root, directory))
+            located.append(_located_problem(match, root, directory))
         elif line.strip() and not line.strip().startswith("tfjobgen: "):
             other.append(_KLOG_PREFIX.sub("", line.strip()))
     if any(p.is_error for p in located):
         return located  # the rest is kustomize saying that the plugin failed
     message = " ".join(o for o in other if o not in (">", "")).strip()
     return located + [Problem("kustomize build failed: " + (message[:2000] or "no error message"), file=overlay_path)]
-
-
-def _from_patch(problem: Problem, root: Path, directory: Path) -> Problem:
-    """A field the job file does not have came from a patch of the overlay: point at the patch instead."""
-    if not problem.field or not problem.file.endswith((".yaml", ".yml")) or not (root / problem.file).is_file():
-        return problem
-    try:
-        documents = source.parse_documents(source.read_text(str(root / problem.file)), problem.file)
-    except InvalidInput:
-        return problem
-    if any(problem.field in document.lines for document in documents):
-        return problem
-    needle = re.split(r"[.\[\]]", problem.field.rstrip("]"))[-1]
-    for path in sorted(directory.glob("*.y*ml")):
-        for number, text in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-            if re.search(rf"(^|[/\s{{,]){re.escape(needle)}\b", text):
-                return Problem(f"{problem.message} (set by this overlay's patch; {problem.file} has no such field)",
-                               problem.field, problem.severity, path.relative_to(root).as_posix(), number,
-                               problem.ref)
-    return problem
 
 
 def _located_problem(match: re.Match, root: Path, directory: Path) -> Problem:
