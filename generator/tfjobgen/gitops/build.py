@@ -60,6 +60,9 @@ class Build:
     problems: list[Problem] = field(default_factory=list)
     mode: str = ""  # DIRECT, INTENTS, SHARDS or WHOLE: how it was built
     shards: int = 0  # kustomize runs it took
+    # The selected intents as they reached tfjobgen, overlay patches applied (None: a build with the
+    # plugin, SHARDS or WHOLE, never shows them): what `tfjobgen diff` plans.
+    intents: list[dict] | None = None
 
     @property
     def ok(self) -> bool:
@@ -217,6 +220,17 @@ def build_overlays(root: Path, overlays: list[str], selection: Selection = EVERY
     return {name: builds[name] for name in overlays}
 
 
+def intents_as_built(root: Path, overlay: str) -> list[dict] | None:
+    """The overlay's intents as kustomize hands them to the ClusterProfile transformer, its patches applied:
+    one kustomize run with the echo plugin, for a build that did not keep them (Build.intents is None).
+    None when kustomize cannot build the overlay (its build's problems say why)."""
+    from .. import intents
+
+    with plugin_environment(root, echo=True) as env:
+        built = _kustomize(root, root, root / OVERLAYS / overlay, kustomize_command(), env)
+    return [obj for obj in built.objects if intents.is_intent(obj)] if built.ok else None
+
+
 def _runs_this_generator(root: Path) -> bool:
     """Whether expanding in-process uses the tree's own generator (a base commit brings another)."""
     own = root / "generator" / "tfjobgen"
@@ -232,6 +246,7 @@ def _direct(root: Path, plan: layouts.Layout, selection: Selection) -> Build:
         build.problems = [_relative(p, root) for p in err.problems]
         return build
     found = [intent for intent in plan.intents if selection.picks(intent)]
+    build.intents = [intent.data for intent in found]
     if not found and not profile.allow_no_jobs:
         build.problems = [_nothing_selected(selection, plan)]
         return build
@@ -263,6 +278,7 @@ def _expanded(root: Path, plan: layouts.Layout, intents_build: Build, selection:
         (selection.namespaces is None or intents.ref_of(item).namespace in selection.namespaces)
         and (written is None or intents.ref_of(item).name in written))]
     jobs = {intents.ref_of(item).name for item in items if intents.is_intent(item)}
+    build.intents = [item for item in items if intents.is_intent(item)]
     if not jobs and selection.namespaces is not None and not profile.allow_no_jobs:
         build.problems.append(_nothing_selected(selection, plan))
         return build
