@@ -137,7 +137,8 @@ def check_tolerations(tolerations: tuple[dict, ...] | list[dict], *at: str) -> l
     """Tolerations as the API server judges them (ValidateTolerations, k8s.io/kubernetes pkg/apis/core)."""
     problems = []
     for index, toleration in enumerate(tolerations):
-        key, operator, value = toleration.get("key", ""), toleration.get("operator", "Equal"), toleration.get("value", "")
+        key, value = toleration.get("key", ""), toleration.get("value", "")
+        operator = toleration.get("operator", "Equal")
         if key:
             problems += [p for p in (key_problem(key, field_path(*at, index, "key")),) if p]
         elif operator != "Exists":

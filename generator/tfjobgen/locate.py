@@ -53,7 +53,8 @@ def find_intents(root: str, limit: int = 20000) -> dict[tuple[str, str], tuple[s
     return found
 
 
-def find_annotated(root: str, path: str, index: int | None, ref, limit: int = 2000) -> tuple[str, source.Document] | None:
+def find_annotated(root: str, path: str, index: int | None, ref,
+                   limit: int = 2000) -> tuple[str, source.Document] | None:
     """The document of `ref` in the file an orchestrator's path annotation names. kpt names files relative to
     the package it runs on and runs the function in its own working folder (root): the package is root or a
     folder under it, so `path` is looked for under each folder (hidden ones skipped), nearest first."""
@@ -137,8 +138,9 @@ def from_patches(problems: list[Problem], sources: dict, root: str) -> list[Prob
                                               message=f"{problem.message} (set by this overlay's patch; {has})")
             elif _value_at(built, problem.field) != written and not isinstance(written, (dict, list)):
                 # Another transformer of the overlay (replicas:, a plugin) wrote it: say so where the line is.
-                problem = dataclasses.replace(problem, message=f"{problem.message} (the build has "
-                                              f"{_shown(_value_at(built, problem.field))}: the overlay changed it; {has})")
+                now = _shown(_value_at(built, problem.field))
+                problem = dataclasses.replace(
+                    problem, message=f"{problem.message} (the build has {now}: the overlay changed it; {has})")
         moved.append(problem)
     return moved
 
@@ -160,37 +162,34 @@ def _patches(root: str) -> list[_Patched]:
         parsed = _documents(kustomization)
         if not parsed:
             continue
-        for key in ("patchesStrategicMerge", "patchesJson6902", "patches"):
+        for key in intents.PATCH_FIELDS:
             entries = data.get(key)
             for i, entry in enumerate(entries if isinstance(entries, list) else []):
-                found += _written_by(entry, f"{key}[{i}]", folder, kustomization, parsed[0])
+                found += _written_by(key, entry, f"{key}[{i}]", folder, kustomization, parsed[0])
     return found
 
 
-def _written_by(entry: Any, at: str, folder: str, kustomization: str, document: source.Document) -> list[_Patched]:
+def _written_by(key: str, entry: Any, at: str, folder: str, kustomization: str,
+                document: source.Document) -> list[_Patched]:
     """The fields one patch entry writes, each with the file and line that writes it."""
     target = entry.get("target") if isinstance(entry, dict) and isinstance(entry.get("target"), dict) else {}
-    text, offset, key_line = None, 0, 0
-    if isinstance(entry, dict) and isinstance(entry.get("path"), str):
-        file = os.path.normpath(os.path.join(folder, entry["path"]))
+    path, text = intents.patch_source(key, entry)
+    offset, key_line = 0, 0
+    if path is not None:
+        file = os.path.normpath(os.path.join(folder, path))
         patch_documents = _documents(file)
-    else:
-        text = entry.get("patch") if isinstance(entry, dict) else entry  # inline, or a strategic merge string
-        if not isinstance(text, str):
+    elif text is not None:
+        file = kustomization
+        key_line = document.line_of(f"{at}.patch" if isinstance(entry, dict) else at)
+        lines = _read_lines(kustomization)
+        block = 0 < key_line <= len(lines) and _BLOCK.search(lines[key_line - 1])
+        offset = key_line if block else 0  # a block scalar's text starts on the line after its key
+        try:
+            patch_documents = source.parse_documents(text, file)
+        except InvalidInput:
             return []
-        if "\n" not in text.strip() and os.path.isfile(os.path.join(folder, text)):  # patchesStrategicMerge: a file
-            file = os.path.normpath(os.path.join(folder, text))
-            patch_documents = _documents(file)
-        else:
-            file = kustomization
-            key_line = document.line_of(f"{at}.patch" if isinstance(entry, dict) else at)
-            lines = _read_lines(kustomization)
-            block = 0 < key_line <= len(lines) and _BLOCK.search(lines[key_line - 1])
-            offset = key_line if block else 0  # a block scalar's text starts on the line after its key
-            try:
-                patch_documents = source.parse_documents(text, file)
-            except InvalidInput:
-                return []
+    else:
+        return []
     shown = display_path(file)
     written = []
     for patch in patch_documents:

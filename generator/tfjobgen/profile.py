@@ -115,6 +115,12 @@ class ClusterProfile:
         shapes.update({f"spec.nodePools.{name}.node": pool.node for name, pool in self.node_pools.items()})
         return shapes
 
+    @property
+    def own_node_shapes(self) -> list[tuple[str, NodeShape]]:
+        """(field, shape) of spec.node and of every pool with a shape of its own (the others share spec.node's):
+        what a rule about node shapes checks, each shape once."""
+        return [(at, shape) for at, shape in self.node_shapes.items() if at == "spec.node" or shape is not self.node]
+
     def node_for(self, pool: str | None) -> NodeShape:
         """Shape of the nodes a role runs on."""
         return self.node_pools[pool].node if pool else self.node
@@ -197,7 +203,8 @@ def check(profile: ClusterProfile) -> list[Problem]:
             known = ", ".join(profile.node_pools) or "none"
             problems.append(Problem(f"no node pool '{pool}' in spec.nodePools (pools: {known})",
                                     f"spec.isolatedPools.{role}"))
-    if profile.gpu is not None and profile.gpu.node_pool is not None and profile.gpu.node_pool not in profile.node_pools:
+    gpu_pool = profile.gpu.node_pool if profile.gpu is not None else None  # None: no pool (the embedded default)
+    if gpu_pool is not None and gpu_pool not in profile.node_pools:
         known = ", ".join(profile.node_pools) or "none"
         problems.append(Problem(f"no node pool '{profile.gpu.node_pool}' in spec.nodePools (pools: {known}): "
                                 "name the pool of GPU nodes", "spec.gpu.nodePool"))
@@ -219,9 +226,7 @@ def check(profile: ClusterProfile) -> list[Problem]:
 def _room(profile: ClusterProfile) -> list[Problem]:
     """Node shapes that leave pods nothing: said once, here, rather than as every role not fitting."""
     problems = []
-    for at, shape in profile.node_shapes.items():
-        if at != "spec.node" and shape is profile.node:
-            continue  # a pool without a shape of its own: spec.node's, checked once
+    for at, shape in profile.own_node_shapes:
         if shape.cpu <= 0:
             written = shape.cpu + (shape.reserved_cpus or 0)
             problems.append(Problem(

@@ -120,7 +120,7 @@ def check_profile(profile: ClusterProfile) -> list[Problem]:
         return []
     return [Problem("the kubelet refuses the static CPU manager policy without a CPU reservation (kube-reserved + "
                     "system-reserved, or --reserved-cpus): at least 1 on CPU-manager nodes", f"{at}.reservedCpus")
-            for at, shape in _own_shapes(profile) if shape.reserved_cpus == 0]
+            for at, shape in profile.own_node_shapes if shape.reserved_cpus == 0]
 
 
 def check_profile_for(profile: ClusterProfile, jobs: list[TrainingJob]) -> list[Problem]:
@@ -137,9 +137,6 @@ def check_profile_for(profile: ClusterProfile, jobs: list[TrainingJob]) -> list[
         f"{at}.cpu ({describe_cpu(shape.cpu)}) is taken as what pods get, but the static CPU manager needs "
         "the kubelet to reserve at least one CPU for the system, so cpuset pods get at most "
         f"{describe_cpu(shape.cpu - 1)}: set {at}.reservedCpus to the kubelet's reservation",
-        f"{at}.reservedCpus", severity=WARNING) for at, shape in _own_shapes(profile) if shape.reserved_cpus is None]
+        f"{at}.reservedCpus", severity=WARNING)
+        for at, shape in profile.own_node_shapes if shape.reserved_cpus is None]
 
-
-def _own_shapes(profile: ClusterProfile):
-    """(field, shape) of spec.node and of every pool with a shape of its own (the others are spec.node's)."""
-    return [(at, shape) for at, shape in profile.node_shapes.items() if at == "spec.node" or shape is not profile.node]
