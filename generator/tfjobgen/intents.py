@@ -102,7 +102,8 @@ def local_resources(directory: str, data: dict, keys: tuple[str, ...] = ("resour
     return [os.path.normpath(os.path.join(directory, e)) for e in entries if not _is_remote(e)]
 
 
-PATCH_FIELDS = ("patchesStrategicMerge", "patchesJson6902", "patches")  # in the order kustomize applies them
+# In the order kustomize applies them (api/internal/target/kusttarget_configplugin.go, configureBuiltinTransformers).
+PATCH_FIELDS = ("patchesStrategicMerge", "patches", "patchesJson6902")
 
 
 def patch_source(key: str, entry: Any) -> tuple[str | None, str | None]:

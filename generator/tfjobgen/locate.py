@@ -146,8 +146,9 @@ def from_patches(problems: list[Problem], sources: dict, root: str) -> list[Prob
 
 
 def _patches(root: str) -> list[_Patched]:
-    """What every patch of the kustomizations reached from root writes, in the order kustomize applies them."""
-    found: list[_Patched] = []
+    """What every patch of the kustomizations reached from root writes, in the order kustomize applies them:
+    a kustomization's resources (its bases) are built, patches and all, before its own patches run."""
+    by_folder: list[list[_Patched]] = []  # in the order folders are reached: an overlay before its bases
     pending, seen = [os.path.abspath(root)], set()
     while pending:
         folder = pending.pop()
@@ -162,11 +163,13 @@ def _patches(root: str) -> list[_Patched]:
         parsed = _documents(kustomization)
         if not parsed:
             continue
+        own: list[_Patched] = []
         for key in intents.PATCH_FIELDS:
             entries = data.get(key)
             for i, entry in enumerate(entries if isinstance(entries, list) else []):
-                found += _written_by(key, entry, f"{key}[{i}]", folder, kustomization, parsed[0])
-    return found
+                own += _written_by(key, entry, f"{key}[{i}]", folder, kustomization, parsed[0])
+        by_folder.append(own)
+    return [patch for own in reversed(by_folder) for patch in own]
 
 
 def _written_by(key: str, entry: Any, at: str, folder: str, kustomization: str,
