@@ -219,6 +219,23 @@ def test_jobset_refuses_a_name_whose_pod_hosts_outgrow_a_dns_label():
     assert "shorten the name to at most 52 characters" in " ".join(p.message for p in result.problems)
 
 
+@pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
+def test_tfjobgens_own_labels_never_carry_the_intents_values(backend):
+    """A label of tfjobgen's own (its selectors and `summary` read them) set in the intent is warned of as
+    replaced, and it is: on every object, not only on pods; the intent's other labels are kept."""
+    data = json.loads(json.dumps(SMALL))
+    data["metadata"]["labels"] = {"tfjobgen.dev/role": "custom", "tfjobgen.dev/group": "7", "team": "ml"}
+    data["spec"]["backend"] = backend
+    expansion = pipeline.expand([pipeline.Intent(data, "small.yaml")], profile())
+    assert expansion.ok
+    warned = {p.field for p in expansion.problems if "sets the label" in p.message}
+    assert warned == {"metadata.labels.tfjobgen.dev/role", "metadata.labels.tfjobgen.dev/group"}
+    for obj in expansion.objects[0] + [pod.labels for pod in backends.pods_of(expansion.objects[0])]:
+        found = obj.get("metadata", {}).get("labels", {}) if "apiVersion" in obj else obj
+        assert found.get("tfjobgen.dev/role") != "custom" and found.get("tfjobgen.dev/group") != "7", obj
+        assert found.get("team") == "ml", obj
+
+
 # ---- TFJob ----------------------------------------------------------------------------------
 
 def test_tfjob_pods_get_tf_config_exactly_as_the_operator_writes_it():

@@ -14,7 +14,7 @@ import struct
 
 import pytest
 
-from conftest import JOBS, REPO, need, render, run_tfjobgen
+from conftest import JOBS, OVERLAYS, REPO, need, render, run_tfjobgen
 from tfjobgen import backends, pipeline, schema
 from tfjobgen.planner import advice as advice_lib
 from simulation import scenarios
@@ -392,3 +392,83 @@ def test_node_pools_are_counted_apart_and_their_counts_bound_them(tmp_path):
     assert (share.pool, share.nodes_used, share.nodes) == ("ps-highmem", 1, 1)
     colocated = next(p for p in found.packings if p.mode == "colocated")
     assert ("worker", "spec.topology.nodePools") in {(p.role, p.field) for p in colocated.pending}  # not in PS pool
+
+
+# ---- placement that cannot happen, said before sync -------------------------------------------------
+
+SPREAD_JOB = """\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: spread, namespace: ml}
+spec:
+  image: registry.example.com/tf:1
+  topology: {mode: spread, spread: required}
+  roles:
+    ps: {replicas: 5, cpu: 4, memory: 8Gi}
+    worker: {replicas: 4, cpu: 4, memory: 8Gi%s}
+"""
+
+
+def test_required_spread_beyond_the_profiles_nodes_is_a_warning_on_the_spread(tmp_path):
+    """5 PS that must each have a node of their own, on a cluster the profile says has 3 nodes: two stay
+    Pending for good. Said at validate, on the field that asks for it; the build still succeeds (nodes
+    may be added)."""
+    profile = _write(tmp_path, SEED_PROFILE.read_text() + "  nodeCount: 3\n", "profile.yaml")
+    path = _write(tmp_path, SPREAD_JOB % "")
+    intents, _ = pipeline.load_intents([str(path)])
+    job, problems = pipeline.validate(intents[0], pipeline.load_profile(str(profile)))
+    assert job is not None
+    (warning,) = [p for p in problems if "Pending" in p.message]
+    assert (warning.severity, warning.field, warning.line) == ("warning", "spec.topology.spread", 6)
+    assert warning.message.startswith("ps:3-4 would stay Pending: ") and "3 node(s)" in warning.message
+    without_count = pipeline.validate(intents[0], pipeline.load_profile(str(SEED_PROFILE)))[1]
+    assert not [p for p in without_count if "Pending" in p.message], "no count, nothing known"
+
+
+def test_gpu_tasks_beyond_the_gpu_pool_are_a_warning_and_plan_names_the_gpus(tmp_path):
+    golden = REPO / "tests/golden/gpu-monitoring"
+    profile = _write(tmp_path, (golden / "profile.yaml").read_text().replace(
+        "      node: {cpu: 32, reservedCpus: 1, memory: 256Gi}",
+        "      node: {cpu: 32, reservedCpus: 1, memory: 256Gi}\n      nodeCount: 2"), "profile.yaml")
+    path = _write(tmp_path, SPREAD_JOB.replace("spread: required", "spread: preferred").replace(
+        "replicas: 5", "replicas: 1") % ", gpu: 4")
+    loaded = pipeline.load_profile(str(profile))
+    intents, _ = pipeline.load_intents([str(path)])
+    job, problems = pipeline.validate(intents[0], loaded)
+    (warning,) = [p for p in problems if "Pending" in p.message]
+    assert (warning.severity, warning.field) == ("warning", "spec.roles.worker.gpu")
+    assert warning.message.startswith("worker:2-3 would stay Pending: ")
+    (pending,) = capacity.capacity(job, loaded).own.pending
+    assert "4 GPU" in pending.reason and "CPU" not in pending.reason, pending.reason
+
+
+# ---- advice that validates ----------------------------------------------------------------------------
+
+def test_every_advice_of_every_example_passes_validate_when_applied():
+    """What plan advises, written into the job file, is a job tfjobgen accepts on that cluster."""
+    applied = 0
+    for overlay in [None] + OVERLAYS:
+        profile = pipeline.load_profile(str(REPO / "overlays" / overlay / "cluster-profile.yaml") if overlay
+                                        else None)
+        intents, _ = pipeline.load_intents([str(JOBS)])
+        for intent in intents:
+            job, problems = pipeline.validate(intent, profile)
+            assert job is not None, [p.format() for p in problems]
+            for advice in report.make(job, profile, variables.of_job(job), intent.data).advice:
+                if not advice.changes:
+                    continue  # it names no single value to write (raise the memory, say)
+                changed = pipeline.Intent(advice_lib.applied(intent.data, advice), intent.file)
+                errors = [p.format() for p in pipeline.validate(changed, profile)[1] if p.is_error]
+                assert not errors, f"{overlay}: {intent.name}: {advice.field}: {advice.message}\n" + "\n".join(errors)
+                applied += 1
+    assert applied, "some example gets advice with a change"
+
+
+def test_plan_does_not_advise_a_topology_the_backend_refuses(capsys):
+    from tfjobgen import cli
+
+    assert cli.main(["plan", str(JOBS / "ctr-jobset.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "- spec.topology.mode: colocated" not in out
+    assert "note: spec.topology.mode: colocated would keep 60% of the bytes inside a server" in out
+    assert "not advised: tfjobgen would then refuse the job (spec.backend: topology colocated needs" in out

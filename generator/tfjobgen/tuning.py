@@ -222,8 +222,10 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
 
 
 def check_profile(profile: ClusterProfile) -> list[Problem]:
-    """The profile's ports: every task listens on all of them."""
-    ports = {"grpc": profile.grpc_port, "seastar": profile.seastar_port, "control": profile.control_port}
+    """The profile's ports: every task listens on all of them (metrics too: the runtime serves it, and a
+    program of your own is told to)."""
+    ports = {"grpc": profile.grpc_port, "seastar": profile.seastar_port, "control": profile.control_port,
+             "metrics": profile.metrics_port}
     seen: dict[int, str] = {}
     problems = []
     for name, port in ports.items():

@@ -43,6 +43,8 @@ class DecodedJob:
     # True when a task failing for good stops every task of the job (JobSet's FailJobSet, the TFJob
     # operator); False: only the tasks of the same object (native: the other roles' Jobs go on).
     fails_as_one: bool = False
+    # Why its tasks could not be read ("": they were): objects edited by hand need not be what we render.
+    unreadable: str = ""
 
     @property
     def key(self) -> str:

@@ -90,13 +90,7 @@ def leader(job: TrainingJob) -> str:
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     problems = common.one_template_per_role(job, profile, "a JobSet (a replicatedJob of one Indexed Job per role)")
-    longest = max((hostname(job, role, spec.replicas - 1) for role, spec in job.roles.items()), key=len)
-    if len(longest) > names.DNS_LABEL_MAX:
-        room = names.DNS_LABEL_MAX - (len(longest) - len(job.name))
-        problems.append(Problem(
-            f"JobSet names a pod's host '{longest}', {len(longest)} characters; Kubernetes allows "
-            f"{names.DNS_LABEL_MAX}: shorten the name to at most {room} characters", "metadata.name"))
-    return problems + gang.check(job, profile, NAME)
+    return problems + gang.check(job, profile, NAME)  # the length of its pods' hosts: names.check
 
 
 def _replicated_job(plan: JobPlan, role: RolePlan) -> dict:
@@ -168,16 +162,15 @@ def _child_jobs(jobset: dict) -> list[tuple[dict, dict]]:
 
 def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job run by a JobSet among `objects`, each task as JobSet's child Job creates its pod."""
-    config_maps = common.config_maps(objects)
-    found = []
-    for namespace, name, members, jobsets in common.jobs_carried_by(objects, API_VERSION, KIND):
-        children = _child_jobs(jobsets[0])
-        task_pods = sorted((p for child, marks in children
-                            for p in pods.job_pods(child, config_maps, marks, marks)), key=common.task_order)
-        found.append(DecodedJob(namespace, name, NAME, members, task_pods,
-                                lifecycle.from_batch_job_spec(children[0][0]["spec"]),
-                                common.cluster_config(members), [_service(jobsets[0])], fails_as_one=True))
-    return found
+    return common.decode_each(objects, API_VERSION, KIND, NAME, _decode_one)
+
+
+def _decode_one(namespace: str, name: str, members: list[dict], jobsets: list[dict], config_maps: dict) -> DecodedJob:
+    children = _child_jobs(jobsets[0])
+    task_pods = sorted((p for child, marks in children for p in pods.job_pods(child, config_maps, marks, marks)),
+                       key=common.task_order)
+    return DecodedJob(namespace, name, NAME, members, task_pods, lifecycle.from_batch_job_spec(children[0][0]["spec"]),
+                      common.cluster_config(members), [_service(jobsets[0])], fails_as_one=True)
 
 
 def _service(jobset: dict) -> dict:

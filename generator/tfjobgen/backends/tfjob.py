@@ -175,16 +175,15 @@ def _pods(tfjob: dict, config_maps: dict) -> list[pods.Pod]:
 
 def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job run by a TFJob among `objects`, each task as the operator creates its pod."""
-    config_maps = common.config_maps(objects)
-    found = []
-    for namespace, name, members, tfjobs in common.jobs_carried_by(objects, API_VERSION, KIND):
-        spec = tfjobs[0]["spec"]
-        task_pods = sorted(_pods(tfjobs[0], config_maps), key=common.task_order)
-        found.append(DecodedJob(namespace, name, NAME, members, task_pods,
-                                from_run_policy(spec.get("tfReplicaSpecs", {}), spec.get("runPolicy", {})),
-                                common.cluster_config(members), [_service(pod) for pod in task_pods],
-                                fails_as_one=True))
-    return found
+    return common.decode_each(objects, API_VERSION, KIND, NAME, _decode_one)
+
+
+def _decode_one(namespace: str, name: str, members: list[dict], tfjobs: list[dict], config_maps: dict) -> DecodedJob:
+    spec = tfjobs[0]["spec"]
+    task_pods = sorted(_pods(tfjobs[0], config_maps), key=common.task_order)
+    return DecodedJob(namespace, name, NAME, members, task_pods,
+                      from_run_policy(spec.get("tfReplicaSpecs", {}), spec.get("runPolicy", {})),
+                      common.cluster_config(members), [_service(pod) for pod in task_pods], fails_as_one=True)
 
 
 def _service(pod: pods.Pod) -> dict:
