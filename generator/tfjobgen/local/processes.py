@@ -116,20 +116,26 @@ def stop(processes: list[TaskProcess], grace: float = 5.0) -> None:
         process.poll()
 
 
-def leftovers(run_id: str) -> list[int]:
-    """PIDs of processes that still carry this run's id in their environment."""
+def environments(run_id: str) -> dict[int, dict[str, str]]:
+    """The environment of every process that carries this run's id, by PID."""
     needle = f"{RUN_MARKER}={run_id}".encode()
-    found = []
+    found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as environ:
-                if needle in environ.read().split(b"\0"):
-                    found.append(int(entry))
+                variables = environ.read().split(b"\0")
         except OSError:
             continue  # gone, or someone else's
+        if needle in variables:
+            found[int(entry)] = dict(v.decode(errors="replace").partition("=")[::2] for v in variables if v)
     return found
+
+
+def leftovers(run_id: str) -> list[int]:
+    """PIDs of processes that still carry this run's id in their environment."""
+    return list(environments(run_id))
 
 
 def sweep(run_id: str) -> list[int]:
