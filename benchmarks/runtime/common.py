@@ -72,10 +72,12 @@ def run_local(job: Path, *args: str, interrupt_at_step: int | None = None, deadl
                 if time.monotonic() - started > deadline:
                     proc.send_signal(signal.SIGTERM)
             proc.wait()
-    finally:
-        if proc.poll() is None:  # this script was interrupted: run-local tears its tasks down on SIGTERM
-            proc.send_signal(signal.SIGTERM)
-            proc.wait()
+    except BaseException:  # this script was interrupted: run-local tears its tasks down on SIGTERM
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+        processes.sweep(str(work / "run"))
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     result = json.loads(report.read_text()) if report.exists() else {}
     result["returncode"] = proc.returncode
     if sampler:
@@ -88,6 +90,13 @@ def run_local(job: Path, *args: str, interrupt_at_step: int | None = None, deadl
     result["output"] = "".join(lines)
     shutil.rmtree(work, ignore_errors=True)  # the run's checkpoints and logs: the report holds what counts
     return result
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM ends the benchmark as Ctrl-C does, so the run-local it waits for is stopped too."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def save(name: str, data) -> Path:
