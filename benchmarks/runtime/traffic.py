@@ -1,6 +1,7 @@
 """Traffic: the bytes each task sends and receives per step in run-local, against `tfjobgen plan`'s prediction.
 
     .venv/bin/python benchmarks/runtime/traffic.py [--steps 50,150] [--only NAME] [--workers 1] [--before DIR]
+                                                   [--optimizers adagrad,sgd,...] [--results traffic]
 
 Each case is an example job as written (model, batch, optimizer, partitioner, api), with its
 PS count, one worker (--workers), its chief if it has one and no evaluator, and checkpoints
@@ -12,6 +13,8 @@ reported apart. The prediction is `tfjobgen plan --format json` of the same job 
 (traffic.per_worker_step_pull_bytes / _push_bytes: PS to worker, worker to PS). --before DIR
 also plans each job with the tfjobgen in DIR (a generator/ folder of another commit:
 git archive COMMIT generator schemas | tar -x -C /tmp/before) and shows its error.
+--optimizers runs every case once per optimizer named (each moves other slots); the case
+`small`, the tests' job at the schema's default model size (seconds a run), runs only when named.
 
 Per PS, "measured" is the bytes between it and the training tasks (the workers; under tf1 the
 chief too, which trains), both ways, per step: what the plan predicts. The chief's own traffic
@@ -38,6 +41,7 @@ from common import REPO, machine, markdown, run_local, save, stop_on_sigterm
 # name: (job file, what the case changes in its spec.training)
 CASES = {
     "wide-deep": ("jobs/wide-deep.yaml", {}),
+    "small": ("tests/runtime/jobs/tf2-small.yaml", {}),  # the schema's default model: seconds a run
     "wide-deep-none": ("jobs/wide-deep.yaml", {"partitioner": "none"}),
     "scene1-case2": ("jobs/scene1-case2.yaml", {}),
     # As written its 20M-row embedding is 2.56 GB: the chief's checkpoint to a plain modelDir pulls
@@ -152,6 +156,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", choices=sorted(CASES), help="run only this case (repeatable)")
     parser.add_argument("--workers", type=int, default=1, help="workers per run (default 1)")
     parser.add_argument("--before", type=Path, metavar="DIR", help="also plan with the tfjobgen package in DIR")
+    parser.add_argument("--optimizers", help="run each case with each of these optimizers (comma-separated)")
+    parser.add_argument("--results", default="traffic", help="results/NAME.json (default traffic)")
     args = parser.parse_args()
     steps = tuple(int(s) for s in args.steps.split(","))
     if len(steps) != 2 or not 0 < steps[0] < steps[1]:
@@ -159,8 +165,12 @@ def main() -> None:
     results = []
     stop_on_sigterm()
     with tempfile.TemporaryDirectory(prefix="tfjobgen-bench-traffic-") as folder:
-        for name in args.only or list(CASES):
+        names = args.only or [n for n in CASES if n != "small"]
+        optimizers = args.optimizers.split(",") if args.optimizers else [None]
+        for name, optimizer in ((n, o) for n in names for o in optimizers):
             path, changes = CASES[name]
+            if optimizer:
+                name, changes = f"{name}-{optimizer.replace('_', '-')}", {**changes, "optimizer": optimizer}
             source = yaml.safe_load((REPO / path).read_text())
             num_ps = source["spec"]["roles"]["ps"]["replicas"]
             job = variant(name, REPO / path, changes, args.workers, steps[1], Path(folder))
@@ -170,7 +180,7 @@ def main() -> None:
             print_case(result)
     worst = max(abs(p["error"]) for r in results for p in r["per_ps"] if p["error"] is not None)
     print(f"\n{machine()}; worst per-PS error {100 * worst:.1f}% (goal {100 * GOAL:.0f}%)")
-    save("traffic", {"machine": machine(), "command": "benchmarks/runtime/traffic.py " + " ".join(sys.argv[1:]),
+    save(args.results, {"machine": machine(), "command": "benchmarks/runtime/traffic.py " + " ".join(sys.argv[1:]),
                      "steps": list(steps), "workers": args.workers, "cases": results})
 
 

@@ -97,7 +97,7 @@ class Sampler:
         self._stop.set()
         self._thread.join()
         if self._error is not None and exc[0] is None:
-            raise WireError(f"reading the connections failed: {self._error}")
+            raise WireError(f"reading the connections failed: {self._error!r}")
 
     def _run(self) -> None:
         try:
@@ -105,7 +105,7 @@ class Sampler:
                 self.sample()
                 self._stop.wait(self.every)
             self.sample()
-        except (OSError, subprocess.SubprocessError) as err:
+        except Exception as err:  # noqa: BLE001 - the thread has no caller: __exit__ reports it
             self._error = err
 
     def sample(self) -> None:
