@@ -21,7 +21,7 @@ chief too, which trains), both ways, per step: what the plan predicts. The chief
 (tf2 schedules every step from it) is measured and shown, never predicted. The tasks' "PS
 BYTES" in run-local's summary are variables held, not traffic.
 
-Writes benchmarks/runtime/results/traffic.json; prints Markdown tables (docs/plan.md records a run).
+Writes benchmarks/runtime/results/traffic.json (--results); prints Markdown tables (docs/plan.md records a run).
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ def variant(name: str, source: Path, changes: dict, workers: int, last_step: int
 
 
 def plan(job: Path, generator: Path = REPO / "generator") -> dict:
+    # `python -m` looks in the working directory first: run there, so that this package answers.
     proc = subprocess.run([sys.executable, "-m", "tfjobgen", "plan", str(job), "--format", "json"], cwd=generator,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(generator)})
     if proc.returncode != 0:
@@ -139,7 +140,8 @@ def print_case(result: dict) -> None:
           f"trainers {', '.join(result['trainers'])}; steps {result['steps_run'][0]} -> {result['steps_run'][1]})\n")
     before = "predicted_before" in result["per_ps"][0]
     rows = [[p["ps"], _kb(p["measured"]), _kb(p["predicted"]), f"{100 * p['error']:+.1f}%",
-             f"{_kb(p['measured_out'])} / {_kb(p['predicted_out'])}", f"{_kb(p['measured_in'])} / {_kb(p['predicted_in'])}"]
+             f"{_kb(p['measured_out'])} / {_kb(p['predicted_out'])}",
+             f"{_kb(p['measured_in'])} / {_kb(p['predicted_in'])}"]
             + ([f"{_kb(p['predicted_before'])} ({100 * p['error_before']:+.1f}%)"] if before else [])
             for p in result["per_ps"]]
     print(markdown(["PS", "measured kB/step", "predicted kB/step", "error", "to trainers: measured / predicted",
