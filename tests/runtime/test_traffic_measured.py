@@ -5,9 +5,9 @@ per worker step between each PS and the workers. The job is the reference model 
 size on tf2, 2 PS, one worker and the chief, partitioners none and auto, 150 steps, while
 tfjobgen/local/wire.py reads the kernel's byte counters of every connection between two tasks.
 A run's bytes between worker and PS over its steps: what it moves between them once (connecting,
-the step function) is under 60 kB (benchmarks/runtime/results/traffic.json, flows_once), under
-0.5% of these runs. benchmarks/runtime/traffic.py subtracts it, from two runs of each of the
-example jobs (docs/plan.md, "Measured").
+the step function) is tens of kB (wide-deep-none's flows_once in benchmarks/runtime/results/
+traffic.json: 0.2-25 kB per pair), under 0.5% of these runs. benchmarks/runtime/traffic.py
+subtracts it, from two runs of each example job (docs/plan.md, "The traffic model against the wire").
 """
 
 from __future__ import annotations
