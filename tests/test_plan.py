@@ -105,17 +105,21 @@ def test_spec_model_enums_are_the_runtimes():
 
 # ---- traffic --------------------------------------------------------------------------------
 
+FRAMING = traffic.FRAMING_BYTES  # gRPC's bytes around every tensor that crosses
+
+
 def test_a_dense_variable_moves_whole_each_step_and_a_table_only_the_rows_looked_up():
     dense = variables.Workload("t", (_variable("w", [100, 10], slots=1),), "none", 1024, "adagrad",
                                variables.RULES_ON_PS, "spec.model")
     step = traffic.per_step(dense, placement.layout(dense.variables, 1, "none", 1024))
-    assert step.pull == (4000,) and step.push == (4000,)  # read the value, send the gradient (fused on the PS)
+    assert step.pull == (4000 + FRAMING,) and step.push == (4000 + FRAMING,)  # the value; the gradient (fused)
     # Two lookups in a 2-row table touch 1.5 distinct rows on average (1 - (1/2)^2 of each row).
     table = variables.Workload("t", (_variable("e", [2, 4], lookups=2),), "none", 1024, "sgd",
                                variables.RULES_ON_PS, "spec.model")
     step = traffic.per_step(table, placement.layout(table.variables, 1, "none", 1024))
-    assert step.pull == (2 * 16,)  # both looked-up rows come back
-    assert step.push == (pytest.approx(2 * 8 + 1.5 * 16 + 1.5 * 8),)  # ids, then 1.5 gradient rows and indices
+    assert step.pull == (2 * 16 + FRAMING,)  # both looked-up rows come back
+    # ids, then 1.5 gradient rows and their index: three tensors
+    assert step.push == (pytest.approx(2 * 8 + 1.5 * 16 + 1.5 * 8 + 3 * FRAMING),)
 
 
 def test_the_runtimes_update_rules_move_slot_rows_through_the_worker():
@@ -123,7 +127,43 @@ def test_the_runtimes_update_rules_move_slot_rows_through_the_worker():
     dense = variables.Workload("t", (_variable("w", [100, 10], slots=1),), "none", 1024, "adagrad",
                                variables.RULES_ON_WORKER, "spec.training")
     step = traffic.per_step(dense, placement.layout(dense.variables, 1, "none", 1024))
-    assert step.pull == (8000,) and step.push == (8000,)
+    assert step.pull == (2 * (4000 + FRAMING),) and step.push == (2 * (4000 + FRAMING),)
+    # A sparse update sends its rows' index once, for the gather and both scatters.
+    table = variables.Workload("t", (_variable("e", [2, 4], slots=1, lookups=2),), "none", 1024, "adagrad",
+                               variables.RULES_ON_WORKER, "spec.training")
+    step = traffic.per_step(table, placement.layout(table.variables, 1, "none", 1024))
+    assert step.pull == (pytest.approx(2 * 16 + 1.5 * 16 + 2 * FRAMING),)  # rows, then accumulator rows
+    assert step.push == (pytest.approx(2 * 8 + 2 * 1.5 * 16 + 1.5 * 8 + 4 * FRAMING),)
+
+
+def test_tables_looked_up_by_the_same_ids_and_split_alike_get_them_once():
+    def step(ids: str, wide_rows: int):
+        tables = (variables.Variable("embedding", (1000, 4), "float32", True, 0, 100, ids),
+                  variables.Variable("wide", (wide_rows, 1), "float32", True, 0, 100, ids))
+        workload = variables.Workload("t", tables, "fixed", 1, "sgd", variables.RULES_ON_WORKER, "spec.training")
+        return traffic.per_step(workload, placement.layout(tables, 2, "fixed", 1))
+
+    shared, apart = step("ids", 1000), step("", 1000)
+    # embedding and wide part_0 on ps:0, part_1 on ps:1: each PS gets one copy of the ids (half the 100
+    # lookups) and of the update's row index (the rows of its half touched) instead of two
+    touched = 500 * (1 - (1 - 1 / 1000) ** 100)
+    for ps in (0, 1):
+        assert apart.push[ps] - shared.push[ps] == pytest.approx(50 * 8 + FRAMING + touched * 8 + FRAMING)
+        assert apart.pull[ps] == shared.pull[ps]
+    assert step("ids", 999).push == step("", 999).push  # split at other rows: other ids
+
+
+def test_skewed_ids_put_most_lookups_and_touched_rows_on_a_tables_first_shard():
+    rows, lookups = 1000, 500
+    assert traffic.lookup_share(3.0, rows, 0, 500) == pytest.approx(0.5 ** (1 / 3))  # 79% on the first half
+    assert traffic.lookup_share(1.0, rows, 0, 500) == pytest.approx(0.5)
+    for first, stop in ((0, 500), (500, 1000), (0, 1000)):
+        exact = sum(1 - (1 - traffic.lookup_share(3.0, rows, i, i + 1)) ** lookups for i in range(first, stop))
+        assert traffic.distinct_rows(3.0, rows, lookups, first, stop) == pytest.approx(exact, rel=1e-4)
+    uniform = traffic.distinct_rows(1.0, rows, lookups, 0, rows)
+    assert uniform == pytest.approx(rows * (1 - (1 - 1 / rows) ** lookups))
+    assert traffic.distinct_rows(3.0, rows, lookups, 0, rows) < 0.8 * uniform  # hot ids repeat
+    assert traffic.distinct_rows(3.0, 10 ** 9, 4096, 0, 10 ** 9) == pytest.approx(4096, rel=0.05)
 
 
 def test_colocation_keeps_everything_local_with_one_ps_and_one_nth_with_n_balanced_ps():

@@ -266,6 +266,8 @@ def _layout_json(layout: placement.Layout) -> dict:
 def _load_json(load: Load) -> dict:
     return {**_layout_json(load.layout), "partitioner": load.layout.partitioner,
             "per_worker_step_bytes": [round(b) for b in load.step.per_ps],
+            "per_worker_step_pull_bytes": [round(b) for b in load.step.pull],  # PS to worker
+            "per_worker_step_push_bytes": [round(b) for b in load.step.push],  # worker to PS
             "topologies": [{"mode": t.mode, "cross_server_bytes": round(t.cross), "local_bytes": round(t.local),
                             "busiest_server": t.busiest, "busiest_server_bytes": round(t.busiest_bytes)}
                            for t in load.topologies]}
