@@ -234,13 +234,14 @@ def test_tfjob_pods_get_tf_config_exactly_as_the_operator_writes_it():
     (decoded,) = backends.decode(objects)
     chief = decoded.pods[0]
     # Go's json.Marshal of the operator's TFConfig: cluster, task (type, index), environment; keys sorted in cluster.
+    # Every replica type, the evaluator too (what v1.9.4 wrote on a local cluster: tests/cluster/test_backends_real.py).
     assert chief.env[contract.TF_CONFIG] == (
-        '{"cluster":{"chief":["small-chief-0.ml.svc:2222"],'
+        '{"cluster":{"chief":["small-chief-0.ml.svc:2222"],"evaluator":["small-evaluator-0.ml.svc:2222"],'
         '"ps":["small-ps-0.ml.svc:2222","small-ps-1.ml.svc:2222"],'
         '"worker":["small-worker-0.ml.svc:2222","small-worker-1.ml.svc:2222"]},'
         '"task":{"type":"chief","index":0},"environment":"cloud"}')
     evaluator = next(p for p in decoded.pods if p.role == "evaluator")
-    assert "evaluator" not in json.loads(evaluator.env[contract.TF_CONFIG])["cluster"]
+    assert json.loads(evaluator.env[contract.TF_CONFIG])["cluster"]["evaluator"] == ["small-evaluator-0.ml.svc:2222"]
     assert chief.labels[tfjob.REPLICA_TYPE_LABEL] == "chief" and chief.labels[tfjob.JOB_ROLE_LABEL] == "master"
 
 

@@ -6,11 +6,14 @@ the CRD in shared/crds is what the tests validate against):
 - a pod per task named `<tfjob>-<type>-<i>` (type lower-cased: ps, worker, chief,
   evaluator), labelled training.kubeflow.org/{job-name, replica-type, replica-index,
   operator-name} (and job-role: master on the chief, or on worker 0 when there is none),
-  and one headless Service per pod of the same name;
+  and one headless Service per pod of the same name, selecting by those labels and carrying
+  every named port of the `tensorflow` container;
 - TF_CONFIG, appended to the container named `tensorflow`: Go's json.Marshal of
   {cluster, task{type, index}, environment "cloud"}: compact, cluster keys sorted, each
   host `<tfjob>-<type>-<i>.<namespace>.svc:<port>` where port is the container port
-  named `tfjob-port`; the evaluator is left out of `cluster`. (An operator started with
+  named `tfjob-port`; every replica type is in `cluster`, the evaluator too (genClusterSpec
+  walks every replica spec: seen on v1.9.4; TensorFlow accepts an evaluator in or out of
+  `cluster`, and tfjobgen's runtime forms its servers of the training roles only). (An operator started with
   CUSTOM_CLUSTER_DOMAIN appends that domain; we assume it is not set.) So this backend's
   Naming writes no TF_CONFIG and names every task as the operator does: StarServer's
   endpoint map, keyed by TF_CONFIG's addresses, still matches byte for byte.
@@ -79,6 +82,7 @@ NAMING = Naming(
     address=address,
     index_source=lambda role: {},  # never asked for: writes_tf_config, so no env reads the index
     writes_tf_config=True,
+    evaluator_in_cluster=True,
     grpc_port_name=PORT_NAME,
 )
 
@@ -138,8 +142,6 @@ def tf_config(name: str, namespace: str, replica_specs: dict, role: str, index: 
     cluster = {}
     for replica_type, spec in replica_specs.items():
         kind = replica_type.lower()
-        if kind == "evaluator":
-            continue  # not part of the training cluster
         port = _port(spec["template"])
         cluster[kind] = [f"{name}-{kind}-{i}.{namespace}.svc:{port}" for i in range(spec.get("replicas", 1))]
     config = {"cluster": dict(sorted(cluster.items())), "task": {"type": role, "index": index},
@@ -188,14 +190,17 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
 
 
 def _service(pod: pods.Pod) -> dict:
-    """The headless Service the operator creates for each pod, named like it; it does not publish
-    not-ready addresses (common/service.go), so a name resolves once its pod is Ready."""
-    selector = {k: pod.labels[k] for k in (JOB_NAME_LABEL, REPLICA_TYPE_LABEL, REPLICA_INDEX_LABEL)}
-    port = next(p for p in pod.container["ports"] if p["name"] == PORT_NAME)
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": pod.hostname, "namespace": pod.namespace},
-            "spec": {"clusterIP": "None", "ports": [{"name": PORT_NAME, "port": port["containerPort"],
-                                                     "targetPort": port["containerPort"]}],
-                     "selector": selector}}
+    """The headless Service the operator creates for each pod, named like it (common/service.go): it
+    selects by the operator's labels, operator-name included, and carries every named port of the
+    `tensorflow` container (in Go's map order on a cluster; here by name). It does not publish
+    not-ready addresses, so a name resolves once its pod is Ready."""
+    selector = {k: pod.labels[k] for k in (JOB_NAME_LABEL, OPERATOR_LABEL, REPLICA_TYPE_LABEL, REPLICA_INDEX_LABEL)}
+    ports = sorted((p for p in pod.container.get("ports", []) if p.get("name")), key=lambda p: p["name"])
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": pod.hostname, "namespace": pod.namespace, "labels": dict(selector)},
+            "spec": {"clusterIP": "None", "selector": selector,
+                     "ports": [{"name": p["name"], "port": p["containerPort"], "targetPort": p["containerPort"]}
+                               for p in ports]}}
 
 
 BACKEND = Backend(NAME, NAMING, check, encode, decode)
