@@ -251,6 +251,10 @@ def test_tfjob_exit_codes_below_128_fail_the_job_and_signals_give_a_new_pod():
     assert lifecycle.after_failure(rules, contract.EXIT_SETUP, False, 0, 0).fails_job
     assert lifecycle.after_failure(rules, contract.EXIT_FAILED, False, 0, 0).fails_job, "ExitCode: 1 is permanent"
     assert not lifecycle.after_failure(rules, 137, False, 0, 0).fails_job, "killed by a signal: a new pod"
+    # A pod the cluster takes away fails the TFJob: the operator counts it failed while it still runs.
+    assert lifecycle.after_failure(rules, 143, True, 0, 0).fails_job
+    (native_job,) = backends.decode(expand(JOBS / "wide-deep.yaml", "native", profile()).objects[0])
+    assert not lifecycle.after_failure(native_job.lifecycle, 143, True, 0, 0).fails_job, "the Job controller ignores it"
 
 
 def test_tfjob_endpoint_map_keys_are_the_operators_addresses():
@@ -351,3 +355,18 @@ def test_tfjob_warns_of_permanent_exit_codes_the_operator_retries():
     assert expansion.ok
     (warning,) = [p for p in expansion.problems if p.field == "spec.failurePolicy.permanentExitCodes"]
     assert warning.severity == "warning" and "137 cannot fail the job" in warning.message
+
+
+# ---- what completes a job (seen on JobSet v0.10.1 and the operator v1.9.4: tests/cluster/test_lifecycle_real.py) ----
+
+def test_what_completes_a_jobset_or_tfjob_and_so_ends_every_other_task():
+    def completed_by(job: str, backend: str) -> tuple[str, ...]:
+        (decoded,) = backends.decode(expand(JOBS / f"{job}.yaml", backend, profile()).objects[0])
+        return decoded.completed_by
+
+    assert completed_by("ctr-jobset", "jobset") == ("chief:0",)
+    assert completed_by("ctr-jobset", "tfjob") == ("chief:0",)
+    # Without a chief the operator takes worker 0; JobSet's successPolicy counts the whole worker Job.
+    assert completed_by("scene2-case1", "tfjob") == ("worker:0",)
+    assert completed_by("scene2-case1", "jobset") == tuple(f"worker:{i}" for i in range(10))
+    assert completed_by("ctr-jobset", "native") == (), "each Job completes on its own"

@@ -193,8 +193,20 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
                             for p in pods.job_pods(child, config_maps, marks, marks)), key=common.task_order)
         found.append(DecodedJob(namespace, name, NAME, members, task_pods,
                                 lifecycle.from_batch_job_spec(children[0][0]["spec"]),
-                                common.cluster_config(members), [_service(jobsets[0])], fails_as_one=True))
+                                common.cluster_config(members), [_service(jobsets[0])], fails_as_one=True,
+                                completed_by=_completed_by(jobsets[0], task_pods)))
     return found
+
+
+def _completed_by(jobset: dict, task_pods: list[pods.Pod]) -> tuple[str, ...]:
+    """successPolicy All: every task of the target replicatedJobs (all of them when none is named)
+    must succeed; then JobSet completes and deletes the child Jobs still running. (Any, which no
+    tfjobgen JobSet uses, would complete on the first target Job: not a set of tasks.)"""
+    policy = jobset["spec"].get("successPolicy") or {}
+    if policy.get("operator", "All") != "All":
+        return ()
+    targets = set(policy.get("targetReplicatedJobs") or [rj["name"] for rj in jobset["spec"]["replicatedJobs"]])
+    return tuple(p.task for p in task_pods if p.labels.get(REPLICATED_JOB_NAME) in targets)
 
 
 def _service(jobset: dict) -> dict:

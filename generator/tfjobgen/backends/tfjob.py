@@ -22,9 +22,14 @@ How tasks end (lifecycle.py's meaning, as far as the operator can carry it):
 
 - restartPolicy ExitCode on every replica: the operator's rule is that exit codes 1-127
   are permanent (the job fails at once) and 128-255 retryable (a new pod). The runtime's
-  permanent codes 2, 3, 4 fail the job as on native; a pod killed by a signal (preemption,
-  eviction, out of memory: 137, 143) gets a new pod. Unlike native, exit 1 is permanent too.
-  The operator sets the pods' restartPolicy Never for it, as our templates already have;
+  permanent codes 2, 3, 4 fail the job as on native; a container killed by a signal while
+  its pod stays (out of memory: 137) gets a new pod. Unlike native, exit 1 is permanent too.
+  But a pod taken away by the cluster (eviction, preemption, a drained node) fails the
+  whole TFJob: the operator counts a deleted pod that is still Running as failed, before
+  its container has any exit code (seen on v1.9.4 on a local cluster: "has failed because
+  1 Worker replica(s) failed" within a second of the eviction; kubeflow/trainer#999), so
+  `decode`'s lifecycle says disruptions_fail. The operator sets the pods' restartPolicy
+  Never for ExitCode, as our templates already have;
 - runPolicy.backoffLimit: the per-task budget, job-wide here. The operator counts it from
   container restarts of running pods, which ExitCode's fresh pods do not accrue, so on a
   cluster only activeDeadlineSeconds truly bounds signal-killed retries; `decode` reports
@@ -150,10 +155,12 @@ def tf_config(name: str, namespace: str, replica_specs: dict, role: str, index: 
 
 
 def from_run_policy(replica_specs: dict, policy: dict) -> Lifecycle:
-    """The rules a TFJob carries, in lifecycle.py's terms: ExitCode makes every code below 128 permanent."""
+    """The rules a TFJob carries, in lifecycle.py's terms: ExitCode makes every code below 128 permanent,
+    and the operator fails the job when a pod is taken away (see lifecycle.Lifecycle.disruptions_fail)."""
     exit_code = all(spec.get("restartPolicy") == RESTART_POLICY for spec in replica_specs.values())
     permanent = tuple(range(1, RETRYABLE_FROM)) if exit_code else ()
-    return Lifecycle(policy.get("backoffLimit", 0), permanent, policy.get("activeDeadlineSeconds"))
+    return Lifecycle(policy.get("backoffLimit", 0), permanent, policy.get("activeDeadlineSeconds"),
+                     disruptions_fail=True)
 
 
 def _pods(tfjob: dict, config_maps: dict) -> list[pods.Pod]:
@@ -185,8 +192,18 @@ def decode(objects: list[dict]) -> list[DecodedJob]:
         found.append(DecodedJob(namespace, name, NAME, members, task_pods,
                                 from_run_policy(spec.get("tfReplicaSpecs", {}), spec.get("runPolicy", {})),
                                 common.cluster_config(members), [_service(pod) for pod in task_pods],
-                                fails_as_one=True))
+                                fails_as_one=True, completed_by=_completed_by(spec, task_pods)))
     return found
+
+
+def _completed_by(spec: dict, task_pods: list[pods.Pod]) -> tuple[str, ...]:
+    """The operator's success rule (tfjob_controller.go): the chief (or master) succeeding; without
+    one, worker 0, or every worker under successPolicy AllWorkers. cleanPodPolicy Running then
+    deletes the pods still running."""
+    master = [p.task for p in task_pods if p.labels.get(JOB_ROLE_LABEL) == "master"]
+    if spec.get("successPolicy") == "AllWorkers" and not any(p.role == "chief" for p in task_pods):
+        return tuple(p.task for p in task_pods if p.role == "worker")
+    return tuple(master)
 
 
 def _service(pod: pods.Pod) -> dict:
