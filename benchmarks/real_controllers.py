@@ -55,7 +55,7 @@ def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str) -
     try:
         rendered = conformance.render(job_file, profile_file(profile), backend, namespace)
     except conformance.Refused as refusal:
-        return {**row, "result": f"refused: {refusal}"}
+        return {**row, "result": f"refused: {str(refusal).split(' (')[0]}"}
     decoded = conformance.decoded_job(rendered)
     conformance.restricted_namespace(objects, namespace)
     started = time.monotonic()
@@ -65,8 +65,7 @@ def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str) -
     except TimeoutError as err:
         return {**row, "pods": len(decoded.pods), "result": f"not Running: {err}"}
     running = time.monotonic() - started
-    observed = conformance.observe(objects, namespace)
-    found = conformance.differences(decoded, observed)
+    found, observed = conformance.settled_differences(objects, namespace, decoded)
     roles = tf_resolver.cluster_roles({p.role for p in decoded.pods},
                                       backends.get(backend).naming.evaluator_in_cluster)
     by_host = {p.hostname: p for p in decoded.pods}

@@ -57,8 +57,8 @@ def test_the_controller_creates_what_decode_predicts(cell, clusters, tensorflow)
     applied = running.cells[cell]
     objects = running.cluster.objects
     conformance.wait_running(objects, cell.namespace, len(applied.decoded.pods), RUNNING_WITHIN)
-    observed = conformance.observe(objects, cell.namespace)
-    assert conformance.differences(applied.decoded, observed) == []
+    found, observed = conformance.settled_differences(objects, cell.namespace, applied.decoded)
+    assert found == []
     assert len([p for p in observed.pods if conformance.live(p)]) == len(applied.decoded.pods)
 
     by_host = {p.hostname: p for p in applied.decoded.pods}

@@ -207,6 +207,22 @@ def wait_running(objects: api.Objects, namespace: str, count: int, timeout: floa
     return time.monotonic() - started
 
 
+def settled_differences(objects: api.Objects, namespace: str, decoded: DecodedJob,
+                        timeout: float = 60) -> tuple[list[str], Observed]:
+    """The differences once the controller has caught up (none), or those still there at the timeout.
+
+    Pods Running is not the end of a controller's work: the training-operator creates each pod before
+    its Service, and a 55-task TFJob was seen Running with 13 Services still to come.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        observed = observe(objects, namespace)
+        found = differences(decoded, observed)
+        if not found or time.monotonic() > deadline:
+            return found, observed
+        time.sleep(0.5)
+
+
 def decoded_job(rendered: list[dict]) -> DecodedJob:
     (job,) = backends.decode(rendered)
     return job
