@@ -20,7 +20,7 @@ import pytest
 import yaml
 from cluster_support import LocalCluster, local_cluster, need_cluster_tools
 
-from conftest import JOBS, REPO, crd_dir, need
+from conftest import JOBS, REPO, crd_dir, need, uses
 from tfjobgen import pipeline
 from tfjobgen.backends.base import DecodedJob
 from tfjobgen.cluster import conformance, tools
@@ -108,6 +108,7 @@ def suspended(obj: dict) -> dict:
     return obj
 
 
+@uses("cluster")  # tests that use it are marked as starting a local cluster (tests/conftest.py)
 class Clusters:
     """One cluster at a time, for the cells of one setting."""
 

@@ -22,7 +22,7 @@ import json
 import pytest
 from real_support import GANGS, Cell, Clusters
 
-from conftest import need
+from conftest import need, uses
 from tfjobgen import backends, contract, tf_resolver
 from tfjobgen.cluster import conformance
 
@@ -42,6 +42,7 @@ def clusters():
 
 
 @pytest.fixture(scope="module")
+@uses("tensorflow")
 def tensorflow():
     import importlib.util
 
