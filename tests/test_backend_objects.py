@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from conftest import JOBS
+from conftest import JOBS, REPO
 from gitops.gitops_support import crd_dir
 from tfjobgen import backends, contract, gang, lifecycle, pipeline, source
 from tfjobgen.backends import jobset, tfjob
@@ -370,3 +370,15 @@ def test_what_completes_a_jobset_or_tfjob_and_so_ends_every_other_task():
     assert completed_by("scene2-case1", "tfjob") == ("worker:0",)
     assert completed_by("scene2-case1", "jobset") == tuple(f"worker:{i}" for i in range(10))
     assert completed_by("ctr-jobset", "native") == (), "each Job completes on its own"
+
+
+def test_tfjob_warns_where_workers_may_be_preempted():
+    """An evicted or preempted pod fails a whole TFJob (the operator v1.9.4 on a local cluster): a cluster whose
+    PS preempt workers is told so at spec.backend, and told jobset or native keep the job running."""
+    seed = pipeline.load_profile(str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"))
+    assert seed.priority_classes.get("ps")
+    warned = [p for p in expand(JOBS / "ctr-jobset.yaml", "tfjob", seed).problems if p.field == "spec.backend"]
+    assert [p.is_error for p in warned] == [False]
+    assert "fails a whole TFJob when one of its pods is preempted or evicted" in warned[0].message
+    assert not [p for p in expand(JOBS / "ctr-jobset.yaml", "jobset", seed).problems if p.field == "spec.backend"]
+    assert not [p for p in expand(JOBS / "ctr-jobset.yaml", "tfjob", profile()).problems if p.field == "spec.backend"]

@@ -100,6 +100,12 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
             f"the TFJob operator (restartPolicy ExitCode) gives a task a new pod on exit codes {RETRYABLE_FROM}-255, "
             f"so {', '.join(map(str, retried))} cannot fail the job at once; every code from 1 to {RETRYABLE_FROM - 1} "
             "does", "spec.failurePolicy.permanentExitCodes", severity=WARNING))
+    if profile.priority_classes.get("ps"):
+        problems.append(Problem(
+            f"the cluster profile '{profile.name}' lets parameter servers preempt workers (spec.priorityClasses), and "
+            "the TFJob operator fails a whole TFJob when one of its pods is preempted or evicted (it counts the "
+            "deleted pod as failed; seen on v1.9.4): backend jobset or native gives that task a new pod instead",
+            "spec.backend", severity=WARNING))
     return problems + gang.check(job, profile, NAME)
 
 
