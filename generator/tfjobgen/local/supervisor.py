@@ -115,7 +115,7 @@ class Interrupted(Exception):
 
 class Supervisor:
     def __init__(self, tasks: list[LocalTask], run_dir: str, run_id: str, *, uses_runtime: bool, chief: str,
-                 target_steps: int, lifecycle: Lifecycle, completed_by: tuple[str, ...] = (), kind: str = "job",
+                 target_steps: int, lifecycle: Lifecycle, completed_by: tuple[str, ...] = (),
                  faults: tuple[Fault, ...] = (), stall_limit: float = 360.0,
                  finish_timeout: float = 60.0, on_update: Callable[["Supervisor", str], None] | None = None,
                  on_event: Callable[[str, str, dict], None] | None = None):
@@ -123,7 +123,7 @@ class Supervisor:
         self.run_dir, self.run_id = run_dir, run_id
         self.uses_runtime, self.chief = uses_runtime, chief
         self.lifecycle = lifecycle
-        self.completed_by, self.kind = set(completed_by) & set(self.states), kind
+        self.completed_by = set(completed_by) & set(self.states)
         self.completed = False  # the whole job completed by its controller's rule (completed_by)
         self.pending_faults = list(faults)
         self.stall_limit, self.finish_timeout = stall_limit, finish_timeout
@@ -354,7 +354,7 @@ class Supervisor:
                 other.process.signal_group(signal.SIGTERM)
                 stopped.append(other.task.name)
         if stopped:
-            self.notice(f"the {self.kind} completed ({', '.join(sorted(self.completed_by))} exited 0): its controller "
+            self.notice(f"the job completed ({', '.join(sorted(self.completed_by))} exited 0): its controller "
                         f"stops the tasks still running, {', '.join(stopped)}")
 
     def _failed_for_good(self, state: TaskState, exit_code: int, message: str, cause: bool = True) -> None:
@@ -429,7 +429,7 @@ class Supervisor:
                 return False, f"training finished, but {', '.join(failed)} failed"
             stopped = sorted(s.task.name for s in self.states.values() if s.state == "stopped")
             if stopped:
-                return True, f"training finished; the {self.kind} completed and its controller stopped {', '.join(stopped)}"
+                return True, f"training finished; the job completed and its controller stopped {', '.join(stopped)}"
             return True, "training finished and every task exited 0"
         if not waiting and time.monotonic() - self.chief_finished_at > self.finish_timeout:
             names = ", ".join(s.task.name for s in running)
