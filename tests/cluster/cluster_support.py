@@ -117,6 +117,7 @@ def leftovers(cluster_home: Path) -> list[int]:
     return processes.running(cluster_home)
 
 
+@uses("cluster")  # on the wrapper: conftest's marking does not look inside contextlib's
 @contextlib.contextmanager
 def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *extra: str):
     """A cluster shaped as `profile`, up for the `with` block; every process of it gone after."""
