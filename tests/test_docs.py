@@ -29,11 +29,6 @@ def test_the_refusal_catalogue_page_counts_every_case(tmp_path):
     assert committed == fresh, "docs/refusals.md is stale: run .venv/bin/python docs/refusals.py"
 
 
-def test_placement_picture_matches_the_generator(tmp_path):
-    committed, fresh = _regenerated("docs/placement.py", "docs/placement.svg", tmp_path, "--picture")
-    assert committed == fresh, "docs/placement.svg is stale: run .venv/bin/python docs/placement.py --picture"
-
-
 def test_the_seed_scenes_table_in_plan_md_is_what_tfjobgen_plan_says():
     printed = subprocess.run([sys.executable, str(REPO / "docs/plan_scenes.py")], check=True, capture_output=True,
                              text=True).stdout

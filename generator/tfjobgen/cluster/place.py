@@ -22,6 +22,7 @@ from ..profile import ClusterProfile
 from . import api, control
 
 QUIET_SECONDS = 2.0  # nothing moved for this long: the scheduler is done with what it can place
+STUCK_SECONDS = 30.0  # a preemption that has not moved for this long is reported, not waited for
 SETTLE_TIMEOUT = 180.0
 LOST_NODE_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
 
@@ -47,6 +48,8 @@ class Run:
     evicted: str = ""
     lost_node: str = ""
     after_eviction: dict[str, bool] = field(default_factory=dict)  # job -> its promise held then
+    tasks: list[promises.Task] = field(default_factory=list)  # where every live pod ended up
+    skipped: list[str] = field(default_factory=list)  # kinds the local cluster has no API for (monitoring)
 
     @property
     def good(self) -> bool:
@@ -82,14 +85,16 @@ def _place(client: api.Objects, objects: list[dict], seed: int, lose_node: bool,
         client.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {
             "name": namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
     rng = random.Random(seed)
-    order = list(objects)
+    known = [o for o in objects if client.has_kind(o["apiVersion"], o["kind"])]
+    skipped = sorted({f"{o['apiVersion']} {o['kind']}" for o in objects if o not in known})
+    order = list(known)
     rng.shuffle(order)
     begun = time.monotonic()
     for obj in order:
         client.create(obj)
     seen: dict[str, promises.Task] = {}  # every pod seen, by name: preempted ones are gone by the end
-    pods = settle(client, namespaces, expected, seen)
-    run = Run(seed, [f"{o['kind']}/{o['metadata']['name']}" for o in order], {}, 0.0)
+    pods = settle(client, namespaces, expected, seen, say=say)
+    run = Run(seed, [f"{o['kind']}/{o['metadata']['name']}" for o in order], {}, 0.0, skipped=skipped)
     if lose_node:
         jobs_pods = [p for p in promises.live(pods) if promises.task_of(p).job and p["spec"].get("nodeName")]
         ps_pods = sorted((p for p in jobs_pods if promises.task_of(p).role == "ps"), key=lambda p: p["metadata"]["name"])
@@ -97,16 +102,17 @@ def _place(client: api.Objects, objects: list[dict], seed: int, lose_node: bool,
             victim = rng.choice(ps_pods)
             run.evicted = victim["metadata"]["name"]
             _evict(client, victim)
-            pods = settle(client, namespaces, expected, seen, gone=run.evicted)
+            pods = settle(client, namespaces, expected, seen, gone=run.evicted, say=say)
             run.after_eviction = {job: v.holds for job, v in promises.verdicts(pods, node_count).items()}
         servers = sorted({p["spec"]["nodeName"] for p in promises.live(pods)
                           if promises.task_of(p).job and p["spec"].get("nodeName")})
         run.lost_node = rng.choice(servers)
         client.patch("v1", "Node", run.lost_node, {"metadata": {"labels": {LOST_NODE_LABEL: "true"}}})
-        pods = settle(client, namespaces, expected, seen, lost=run.lost_node)
+        pods = settle(client, namespaces, expected, seen, lost=run.lost_node, say=say)
         node_count -= 1
     run.seconds = time.monotonic() - begun
     run.jobs = outcomes(pods, node_count, _preemptions(client, namespaces, seen))
+    run.tasks = [promises.task_of(p) for p in promises.live(pods)]
     return run
 
 
@@ -115,13 +121,15 @@ def _expected_pods(objects: list[dict]) -> dict[str, int]:
 
 
 def settle(client: api.Objects, namespaces: list[str], expected: dict[str, int], seen: dict,
-           gone: str = "", lost: str = "") -> list[dict]:
+           gone: str = "", lost: str = "", say: Callable[[str], None] = lambda line: None) -> list[dict]:
     """The pods once the scheduler is done: all there, each bound or Unschedulable, quiet for a while.
 
     `seen` collects every pod met (name -> task); `gone`: a pod that must have been replaced first;
-    `lost`: a node whose pods must have left it.
+    `lost`: a node whose pods must have left it. A preemption that has not moved for STUCK_SECONDS
+    ends the wait too: its pod is reported Pending, nominated for a node.
     """
-    last, quiet_since, deadline = None, time.monotonic(), time.monotonic() + SETTLE_TIMEOUT
+    last, quiet_since, said = None, time.monotonic(), time.monotonic()
+    deadline = time.monotonic() + SETTLE_TIMEOUT
     while True:
         pods = [p for namespace in namespaces for p in client.list("v1", "Pod", namespace)]
         live = promises.live(pods)
@@ -129,18 +137,24 @@ def settle(client: api.Objects, namespaces: list[str], expected: dict[str, int],
         counts = Counter(promises.task_of(p).job for p in live)
         snapshot = sorted((p["metadata"]["name"], p["spec"].get("nodeName") or "",
                            (p.get("status") or {}).get("nominatedNodeName") or "") for p in live)
-        done = (all(counts.get(job, 0) >= n for job, n in expected.items())
-                and all(p["spec"].get("nodeName") or _unschedulable(p) for p in live)
-                and not any(nominated and not node for _, node, nominated in snapshot)
-                and not any(name == gone for name, _, _ in snapshot)
-                and not (lost and any(node == lost for _, node, _ in snapshot)))
+        nominated = [name for name, node, nomination in snapshot if nomination and not node]
+        complete = (all(counts.get(job, 0) >= n for job, n in expected.items())
+                    and all(p["spec"].get("nodeName") or _unschedulable(p) for p in live)
+                    and not any(name == gone for name, _, _ in snapshot)
+                    and not (lost and any(node == lost for _, node, _ in snapshot)))
         now = time.monotonic()
-        if snapshot != last or not done:
+        if snapshot != last:
             last, quiet_since = snapshot, now
-        elif now - quiet_since >= QUIET_SECONDS:
+        quiet = now - quiet_since
+        if complete and (quiet >= QUIET_SECONDS and not nominated or quiet >= STUCK_SECONDS):
             return pods
+        if now - said >= 15:
+            said = now
+            say(f"settling: {len(live)} pods, {sum(1 for _, node, _ in snapshot if node)} bound, "
+                f"{len(nominated)} nominated (preempting)")
         if now > deadline:
-            raise TimeoutError(f"the scheduler did not settle in {SETTLE_TIMEOUT:.0f} s")
+            raise TimeoutError(f"the scheduler did not settle in {SETTLE_TIMEOUT:.0f} s "
+                               f"({len(live)} pods, {len(nominated)} nominated)")
         time.sleep(0.25)
 
 
@@ -150,6 +164,9 @@ def _unschedulable(pod: dict) -> bool:
 
 
 def pending_reason(pod: dict) -> str:
+    nominated = (pod.get("status") or {}).get("nominatedNodeName")
+    if nominated:
+        return f"nominated for {nominated}: waiting for the pods it preempted there to leave"
     for condition in (pod.get("status") or {}).get("conditions") or []:
         if condition["type"] == "PodScheduled" and condition["status"] == "False":
             return condition.get("message") or condition.get("reason") or "unschedulable"
@@ -206,6 +223,8 @@ def rows(runs: list[Run]) -> list[list]:
 def details(runs: list[Run]) -> list[str]:
     """What each run did to the jobs, and why pods wait, grouped by the scheduler's reason."""
     lines = []
+    for kind in sorted({k for run in runs for k in run.skipped}):
+        lines.append(f"not created: {kind} (the local cluster has no such API; it does not change placement)")
     for run in runs:
         if run.lost_node:
             lines.append(f"order {run.seed}: evicted {run.evicted or 'no PS'}, then lost {run.lost_node}")
