@@ -3,7 +3,7 @@
 Every rule is pod (anti-)affinity on kubernetes.io/hostname against the pods'
 own labels, so the scheduler finds the servers itself. The rules are chosen so
 that the layout holds whatever order the pods arrive in (docs/design.md has the
-guarantees and the scheduler simulation's figures):
+guarantees, measured on the real kube-scheduler):
 
 - colocated: PS g and the workers of its group (worker w is in group
   w // workersPerServer) carry the label tfjobgen.dev/group=g. A PS keeps off
