@@ -86,6 +86,17 @@ class LocalCluster:
             "name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted",
                                      "pod-security.kubernetes.io/enforce-version": "latest"}}})
 
+    def namespace(self, name: str) -> None:
+        """A namespace jobs can run in: with the LocalQueue their profile names when it queues with Kueue
+        (a LocalQueue belongs with its namespace; tfjobgen names it and emits none)."""
+        self.objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        if "kueue" in self.state()["components"]:
+            from tfjobgen import pipeline
+            from tfjobgen.cluster.controllers import kueue
+
+            queue = kueue.local_queue(pipeline.load_profile(self.state()["profile"] or None), name)
+            self.wait(lambda: self.objects.apply(queue), f"LocalQueue {name}/{queue['metadata']['name']}")
+
     def pods(self, namespace: str, selector: str = "") -> list[dict]:
         return self.objects.list("v1", "Pod", namespace, label_selector=selector)
 
