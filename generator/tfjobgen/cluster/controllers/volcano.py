@@ -8,9 +8,12 @@ scheduler itself, and it creates its `default` queue on start; Volcano's control
 makes PodGroups for pods that name none and keeps Queue status counts, which our jobs do not need,
 so it is not run. A queue the profile names (spec.gang.queue) is created here.
 
-The configuration adds task-topology to the plugins of Volcano's own chart, with a weight high
-enough to decide between nodes: colocated jobs on `spec.gang.colocatedGroups: scheduler` name
-their groups as tasks (gang.py) and rely on it to put each group on one server.
+The configuration is the plugins of Volcano's own chart, changed in two ways for colocated jobs on
+`spec.gang.colocatedGroups: scheduler`, which name their groups as tasks (gang.py): task-topology,
+with a weight that decides between nodes, puts each group's pods where its others are; and nodes
+are packed (binpack up, nodeorder's least-requested off: the chart's weights spread pods over every
+server), so that whole servers stay free for a group. task-topology is a score: a group is whole
+only where one server has room for all of it (docs/design.md, gang admission, has the figures).
 """
 
 from __future__ import annotations
@@ -25,13 +28,16 @@ NAME = "volcano"
 PROGRAMS = ["vc-scheduler"]
 SCHEDULER_NAME = "volcano"  # gang.VOLCANO_SCHEDULER: the pods' schedulerName
 TASK_TOPOLOGY_WEIGHT = 100  # the other node scorers add up to a few hundred; a group's pull must win
+PACKING_WEIGHT = 10  # binpack's default is 1: level with the chart's least-requested, which spreads
 
 CONFIGURATION = {
     "actions": "enqueue, allocate, backfill",
     "tiers": [
         {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False}, {"name": "conformance"}]},
         {"plugins": [{"name": "overcommit"}, {"name": "drf", "enablePreemptable": False}, {"name": "predicates"},
-                     {"name": "proportion"}, {"name": "nodeorder"}, {"name": "binpack"},
+                     {"name": "proportion"},
+                     {"name": "nodeorder", "arguments": {"leastrequested.weight": 0}},
+                     {"name": "binpack", "arguments": {"binpack.weight": PACKING_WEIGHT}},
                      {"name": "task-topology", "arguments": {"task-topology.weight": TASK_TOPOLOGY_WEIGHT}}]},
     ],
 }
