@@ -129,8 +129,9 @@ def leftovers(cluster_home: Path) -> list[int]:
 
 
 @contextlib.contextmanager
-def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *extra: str):
-    """A cluster shaped as `profile`, up for the `with` block; every process of it gone after."""
+def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *extra: str, env: dict | None = None):
+    """A cluster shaped as `profile`, up for the `with` block; every process of it gone after.
+    `env`: added to `cluster up`'s environment (such as another tools cache)."""
     need_cluster_tools()
     name = f"t{os.getpid()}-{next(_names)}"
     args = ["cluster", "up", "--name", name, *extra]
@@ -140,7 +141,7 @@ def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *ext
         args += ["--nodes", str(nodes)]
     started = time.monotonic()
     try:
-        proc = tfjobgen(*args)
+        proc = tfjobgen(*args, env=env)
         assert proc.returncode == 0, f"cluster up failed ({time.monotonic() - started:.1f}s):\n{proc.stderr}"
         kubeconfig = Path(proc.stdout.strip().splitlines()[-1])
         yield LocalCluster(name, kubeconfig, proc.stderr)

@@ -225,6 +225,29 @@ def test_coscheduling_holds_a_group_missing_one_pod_for_schedule_timeout_seconds
     release(cluster, namespace)
 
 
+def test_volcano_keeps_each_colocated_group_on_one_server_where_its_pods_would_fit_apart(gang, tmp_path):
+    """Two groups of a PS and 3 workers (1 CPU each, 4 per group): three servers have 3 CPUs free, where
+    every pod fits on its own but no group does, and two are empty. task-topology puts each group whole
+    on an empty server (colocatedGroups: scheduler; the pods carry no affinity rules)."""
+    scheduler, cluster = gang
+    if scheduler != "volcano":
+        pytest.skip("only Volcano places a colocated group on one server (spec.gang.colocatedGroups)")
+    namespace = "groups"
+    cluster.namespace(namespace)
+    block(cluster, scheduler, namespace, {0: 5, 1: 5, 2: 5})
+    job = yaml.safe_load(intent("grouped", namespace, "native", ps=(2, 1), workers=(6, 1)))
+    job["spec"]["topology"] = {"mode": "colocated", "workersPerServer": 3}
+    cluster.apply(render(scheduler, yaml.safe_dump(job), tmp_path))
+    cluster.wait(lambda: running(cluster, namespace, "grouped", 8), "the colocated job Running", timeout=60)
+    servers: dict[str, set[str]] = {}
+    for pod in job_pods(cluster, namespace, "grouped"):
+        assert "affinity" not in pod["spec"], "placed by Volcano's task-topology alone"
+        servers.setdefault(pod["metadata"]["labels"]["tfjobgen.dev/group"], set()).add(pod["spec"]["nodeName"])
+    assert sorted(len(nodes) for nodes in servers.values()) == [1, 1], f"each group on one server: {servers}"
+    assert servers["0"] != servers["1"] and servers["0"] | servers["1"] <= {"node-003", "node-004"}, servers
+    release(cluster, namespace)
+
+
 def _waiting(cluster: LocalCluster, namespace: str) -> bool:
     """The big worker has been refused (the PS, tried before it, are waiting at Permit)."""
     workers = cluster.pods(namespace, "tfjobgen.dev/job=stuck,tfjobgen.dev/role=worker")
@@ -235,3 +258,18 @@ def _events(cluster: LocalCluster, namespace: str, pod: str | None, reason: str)
     events = cluster.objects.list("v1", "Event", namespace)
     return [e for e in events if e.get("reason") == reason
             and (pod is None or e["involvedObject"]["name"] == pod)]
+
+
+def test_a_gang_scheduler_that_is_not_built_is_named_and_the_rest_of_the_cluster_runs(tmp_path):
+    """A tools cache with the control plane and JobSet but no Volcano: `cluster up` says what is left out."""
+    need_cluster_tools()
+    from tfjobgen.cluster import tools
+
+    cache = tmp_path / "tools"
+    cache.mkdir()
+    for family in tools.families():
+        if family.name != "volcano" and family.is_built():
+            (cache / family.installed_in.name).symlink_to(family.installed_in)
+    with local_cluster(PROFILES / "gang-volcano.yaml", 1, env={"TFJOBGEN_TOOLS_CACHE": str(cache)}) as cluster:
+        assert "volcano left out: vc-scheduler not built (make cluster-tools)" in cluster.up_stderr
+        assert cluster.state()["missing"] == ["volcano"] and "jobset" in cluster.state()["components"]
