@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
+from cluster_support import need_cluster_tools
 from conftest import REPO
 from tfjobgen.cluster import guarantees
 
@@ -44,8 +45,6 @@ def _always_held(row: str, column: str) -> bool:
 @pytest.mark.parametrize("row", list(guarantees.ROWS))
 @pytest.mark.parametrize("column", [guarantees.ARRIVAL, guarantees.REPLACEMENT])
 def test_a_sample_holds_where_the_recorded_runs_always_held(row, column):
-    from cluster_support import need_cluster_tools
-
     need_cluster_tools()
     if not _always_held(row, column):
         pytest.skip(f"{row}, {column}: not every recorded run held (the docs say so), nothing to hold it to")
