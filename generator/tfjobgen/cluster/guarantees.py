@@ -107,7 +107,7 @@ class Figure:
     def add(self, run: place.Run, jobs: tuple[str, ...], what: str) -> None:
         mine = {key: o for key, o in run.jobs.items() if key.split("/")[-1] in jobs}
         self.runs += 1
-        self.preemptions += sum(o.preemptions for o in mine.values())
+        self.preemptions += run.preempted  # everything the run preempted: the row's jobs' PS preempt others' workers
         bad = [f"{key}: {o.placed}/{o.tasks} placed" + ("; " + "; ".join(o.broken) if o.broken else "")
                for key, o in sorted(mine.items()) if not (o.holds and o.placed == o.tasks)]
         bad += [f"{key}: broken after the eviction" for key, held in run.after_eviction.items()

@@ -51,6 +51,7 @@ class Run:
     after_eviction: dict[str, bool] = field(default_factory=dict)  # job -> its promise held then
     tasks: list[promises.Task] = field(default_factory=list)  # where every live pod ended up
     skipped: list[str] = field(default_factory=list)  # kinds the local cluster has no API for (monitoring)
+    preempted: int = 0  # pods the scheduler preempted in the run, whoever they belonged to
 
     @property
     def good(self) -> bool:
@@ -112,7 +113,9 @@ def _place(client: api.Objects, objects: list[dict], seed: int, lose_node: bool,
         pods = settle(client, namespaces, expected, seen, lost=run.lost_node, say=say)
         node_count -= 1
     run.seconds = time.monotonic() - begun
-    run.jobs = outcomes(pods, node_count, _preemptions(client, namespaces, seen))
+    victims = _preemptions(client, namespaces, seen)
+    run.jobs = outcomes(pods, node_count, victims)
+    run.preempted = sum(victims.values())
     run.tasks = [promises.task_of(p) for p in promises.live(pods)]
     return run
 
@@ -183,12 +186,12 @@ def _evict(client: api.Objects, pod: dict) -> None:
 
 
 def _preemptions(client: api.Objects, namespaces: list[str], seen: dict) -> Counter:
-    """Pods the scheduler preempted, per job: its 'Preempted' events name the victims."""
+    """Pods the scheduler preempted, per job they belonged to: its 'Preempted' events name the victims."""
     found: Counter = Counter()
     for namespace in namespaces:
         for event in client.list("v1", "Event", namespace):
             if event.get("reason") == "Preempted":
-                victim = seen.get((event.get("involved_object") or {}).get("name", ""))
+                victim = seen.get((event.get("involvedObject") or {}).get("name", ""))
                 found[victim.job if victim else "?"] += 1
     return found
 
