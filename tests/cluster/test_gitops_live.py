@@ -22,7 +22,7 @@ from cluster_support import SESSION_HOME, local_cluster, need_cluster_tools, tfj
 from conftest import REPO, need
 
 sys.path.insert(0, str(REPO / "benchmarks"))
-from gitops_loop import SEED_PROFILE, ArgoCD, Repo, Seen, job_objects, job_pods, small_job  # noqa: E402
+from gitops_loop import SEED_PROFILE, ArgoCD, Repo, Seen, job_objects, job_pods, located, small_job  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.git, pytest.mark.kubectl]  # hydrate builds with kubectl
 
@@ -63,10 +63,7 @@ class Live:
         return self.argocd.wait(check, ANSWER, f"{app} refusing {sha[:7]} with {phrases}")
 
     def applied(self, app: str, sha: str, since: float) -> set[tuple[str, str, str, str]]:
-        """(kind, namespace, name, message) of what every sync of `sha` did since `since`. (Argo CD may sync a
-        commit twice: after pruning Jobs in the foreground it finds them still terminating and prunes again.)"""
-        return {r for s in self.argocd.since(app, since) if s.operation_revision == sha and s.phase != "Running"
-                for r in s.synced}
+        return self.argocd.applied(app, sha, since)
 
     def tracked(self) -> dict[tuple[str, str, str], str]:
         """{(kind, namespace, name): uid} of every object the Applications track (tfjobgen's, pods aside)."""
@@ -202,6 +199,8 @@ def test_a_commit_breaking_a_job_fails_with_the_plugins_file_and_line_and_prunes
     # Argo CD keeps the Application at the last commit it could build, and says why it cannot go further.
     assert seen.revision != sha and seen.operation_revision != sha, "nothing of the broken commit was synced"
     assert any(e.startswith("ComparisonError: ") for e in seen.errors), seen.errors
+    message = located(seen.errors, f"jobs/{JOB}.yaml")
+    assert message.startswith(f"jobs/{JOB}.yaml:{line}: spec.roles.worker.") and phrase in message, message
     time.sleep(6)  # a reconciliation period more: still nothing pruned, nothing replaced
     assert live.tracked() == before
     assert {p["metadata"]["name"] for p in job_pods(live.objects, JOB)} == pods
