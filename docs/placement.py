@@ -1,16 +1,14 @@
-"""Placement figures and picture, from the real generated objects on the scheduler model of tests/simulation.
+"""Placement figures and picture, measured on the real kube-scheduler of a local cluster.
 
-    .venv/bin/python docs/placement.py            # the table in docs/design.md and docs/placement.svg (about a minute)
-    .venv/bin/python docs/placement.py --picture  # docs/placement.svg only
+    .venv/bin/python docs/placement.py                 # the table in docs/design.md, docs/placement-runs.json
+                                                       # and docs/placement.svg (5 orders per cell)
+    .venv/bin/python docs/placement.py --orders 2      # fewer orders, for a quick look
+    .venv/bin/python docs/placement.py --picture       # docs/placement.svg only
 
-The table: every example job under 50 random arrival orders on exactly the servers
-it needs; 20 runs with a spare server in which a PS is evicted and then a server is
-lost; and the jobs of each overlay (built with kubectl's kustomize, as CI builds them)
-sharing one simulated cluster, with and without the PriorityClasses the overlays'
-profiles name (tests/simulation/cases.py says what each cell measures;
-tests/test_placement.py asserts the same figures).
-The picture: where seed scene 1 case 2 (colocated) and scene 2 case 2 (isolated) land
-on unlabelled 80-core servers, pods created in a random order (seed 0).
+Every run is `tfjobgen place` (generator/tfjobgen/cluster/place.py): a fresh local cluster of
+the job's profile, the objects created in a shuffled order, the real scheduler settled, the
+topology's layout checked on the real bindings. What each row and column measures:
+generator/tfjobgen/cluster/guarantees.py. Needs `make cluster-tools`.
 """
 
 from __future__ import annotations
@@ -21,42 +19,61 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "generator"), str(REPO / "tests")]
+sys.path.insert(0, str(REPO / "generator"))
 
-from simulation import cases, scenarios  # noqa: E402
+from tfjobgen.cluster import guarantees, place  # noqa: E402
 from tfjobgen.gitops.build import build_overlays  # noqa: E402
 from tfjobgen.gitops.tree import overlay_names  # noqa: E402
 
 DESIGN = REPO / "docs" / "design.md"
+RUNS = REPO / "docs" / "placement-runs.json"
 TABLE_START, TABLE_END = "<!-- placement table: start -->", "<!-- placement table: end -->"
 COLORS = {"ps": "#e8833a", "worker": "#3a7be8", "chief": "#3aa65a", "evaluator": "#8a5ad6"}
 CELL, GAP, SERVER_W, SERVER_H = 18, 3, 130, 86
 
 
-def write_table() -> None:
-    started = time.monotonic()
+def overlay_objects() -> dict[str, list[dict]]:
     builds = build_overlays(REPO, overlay_names(REPO))
     failed = [f"{name}: " + "; ".join(p.format() for p in b.problems) for name, b in builds.items() if not b.ok]
     if failed:
         sys.exit("overlays failed to build:\n" + "\n".join(failed))
+    return {name: b.objects for name, b in builds.items()}
+
+
+def write_table(orders: int) -> None:
+    started = time.monotonic()
 
     def progress(line: str) -> None:
-        print(f"[{time.monotonic() - started:5.1f}s] {line}", flush=True)
+        print(f"[{time.monotonic() - started:6.1f}s] {line}", flush=True)
 
-    progress(f"built {', '.join(sorted(builds))}")
-    table = cases.table(cases.figures({name: b.objects for name, b in builds.items()}, progress))
+    found = guarantees.figures(overlay_objects(), range(orders), progress=progress)
+    guarantees.save(found, RUNS)
+    replace_table(guarantees.table(found))
+    for (row, column), figure in sorted(found.items()):
+        for failure in figure.failures[:3]:
+            print(f"{row}, {column}: {failure}")
+    print(guarantees.table(found) + f"wrote the table in docs/design.md and {RUNS.name}")
+
+
+def replace_table(table: str) -> None:
     text = DESIGN.read_text()
     head, rest = text.split(TABLE_START)
     _, tail = rest.split(TABLE_END)
     DESIGN.write_text(f"{head}{TABLE_START}\n{table}{TABLE_END}{tail}")
-    print(table + "wrote the table in docs/design.md")
 
 
 def placed(job: str, servers: int) -> list[tuple[str, list]]:
-    """(server, its pods) after the job's pods arrive in a random order on unlabelled servers."""
-    run = scenarios.arrive(scenarios.Workload.of(cases.render(job)), cases.seed_cluster(servers), seed=0)
-    assert not run.pending, f"{job}: pods left pending"
-    return [(name, list(pods.values())) for name, pods in run.state.pods_on.items()]
+    """(server, its pods) after the job's objects are created in a shuffled order (seed 0)."""
+    objects = guarantees.render(job, guarantees.SEED_PROFILE)
+    with __import__("tempfile").NamedTemporaryFile("w", suffix=".yaml") as profile:
+        profile.write(__import__("yaml").safe_dump(guarantees.SEED_PROFILE))
+        profile.flush()
+        run = place.run_order(objects, profile.name, servers, 0, False, "placement-picture", lambda line: None)
+    assert run.good, f"{job}: {place.details([run])}"
+    by_node: dict[str, list] = {}
+    for task in run.tasks:
+        by_node.setdefault(task.node, []).append(task)
+    return sorted(by_node.items())
 
 
 def server_box(x: int, y: int, pods: list, label: str) -> list[str]:
@@ -75,9 +92,9 @@ def server_box(x: int, y: int, pods: list, label: str) -> list[str]:
 def panel(title: str, subtitle: str, servers: list[tuple[str, list]], top: int, per_row: int) -> tuple[list[str], int]:
     out = [f'<text x="10" y="{top + 16}" font-size="14" font-weight="bold">{title}</text>',
            f'<text x="10" y="{top + 32}" font-size="11" fill="#555">{subtitle}</text>']
-    for i, (_, pods) in enumerate(servers):
+    for i, (node, pods) in enumerate(servers):
         x, y = 10 + (i % per_row) * (SERVER_W + 10), top + 42 + (i // per_row) * (SERVER_H + 10)
-        out += server_box(x, y, pods, f"server {i}")
+        out += server_box(x, y, pods, node)
     rows = (len(servers) + per_row - 1) // per_row
     return out, top + 42 + rows * (SERVER_H + 10) + 10
 
@@ -85,8 +102,8 @@ def panel(title: str, subtitle: str, servers: list[tuple[str, list]], top: int, 
 def draw_picture() -> None:
     parts, top = [], 0
     section, top = panel("colocated: seed scene 1, case 2 (5 PS, 50 workers, 5 servers)",
-                         "each server runs PS i (orange) and workers 10i..10i+9 (blue); no node was labelled",
-                         placed("scene1-case2", 5), top, 5)
+                         "the real kube-scheduler: each server runs PS i (orange) and workers 10i..10i+9 (blue); "
+                         "no node was labelled", placed("scene1-case2", 5), top, 5)
     parts += section
     section, top = panel("isolated: seed scene 2, case 2 (5 PS, 50 workers, 10 servers)",
                          "PS alone on their servers, workers packed ten to a server, never mixed",
@@ -107,10 +124,11 @@ def draw_picture() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--picture", action="store_true", help="draw docs/placement.svg only")
+    parser.add_argument("--orders", type=int, default=5, help="creation orders per job and cell (default 5)")
     args = parser.parse_args()
     draw_picture()
     if not args.picture:
-        write_table()
+        write_table(args.orders)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from conftest import JOBS
+from conftest import JOBS, REPO
 from gitops.gitops_support import crd_dir
 from tfjobgen import backends, contract, gang, lifecycle, pipeline, source
 from tfjobgen.backends import jobset, tfjob
@@ -219,6 +219,23 @@ def test_jobset_refuses_a_name_whose_pod_hosts_outgrow_a_dns_label():
     assert "shorten the name to at most 52 characters" in " ".join(p.message for p in result.problems)
 
 
+@pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
+def test_tfjobgens_own_labels_never_carry_the_intents_values(backend):
+    """A label of tfjobgen's own (its selectors and `summary` read them) set in the intent is warned of as
+    replaced, and it is: on every object, not only on pods; the intent's other labels are kept."""
+    data = json.loads(json.dumps(SMALL))
+    data["metadata"]["labels"] = {"tfjobgen.dev/role": "custom", "tfjobgen.dev/group": "7", "team": "ml"}
+    data["spec"]["backend"] = backend
+    expansion = pipeline.expand([pipeline.Intent(data, "small.yaml")], profile())
+    assert expansion.ok
+    warned = {p.field for p in expansion.problems if "sets the label" in p.message}
+    assert warned == {"metadata.labels.tfjobgen.dev/role", "metadata.labels.tfjobgen.dev/group"}
+    for obj in expansion.objects[0] + [pod.labels for pod in backends.pods_of(expansion.objects[0])]:
+        found = obj.get("metadata", {}).get("labels", {}) if "apiVersion" in obj else obj
+        assert found.get("tfjobgen.dev/role") != "custom" and found.get("tfjobgen.dev/group") != "7", obj
+        assert found.get("team") == "ml", obj
+
+
 # ---- TFJob ----------------------------------------------------------------------------------
 
 def test_tfjob_pods_get_tf_config_exactly_as_the_operator_writes_it():
@@ -234,13 +251,14 @@ def test_tfjob_pods_get_tf_config_exactly_as_the_operator_writes_it():
     (decoded,) = backends.decode(objects)
     chief = decoded.pods[0]
     # Go's json.Marshal of the operator's TFConfig: cluster, task (type, index), environment; keys sorted in cluster.
+    # Every replica type, the evaluator too (what v1.9.4 wrote on a local cluster: tests/cluster/test_backends_real.py).
     assert chief.env[contract.TF_CONFIG] == (
-        '{"cluster":{"chief":["small-chief-0.ml.svc:2222"],'
+        '{"cluster":{"chief":["small-chief-0.ml.svc:2222"],"evaluator":["small-evaluator-0.ml.svc:2222"],'
         '"ps":["small-ps-0.ml.svc:2222","small-ps-1.ml.svc:2222"],'
         '"worker":["small-worker-0.ml.svc:2222","small-worker-1.ml.svc:2222"]},'
         '"task":{"type":"chief","index":0},"environment":"cloud"}')
     evaluator = next(p for p in decoded.pods if p.role == "evaluator")
-    assert "evaluator" not in json.loads(evaluator.env[contract.TF_CONFIG])["cluster"]
+    assert json.loads(evaluator.env[contract.TF_CONFIG])["cluster"]["evaluator"] == ["small-evaluator-0.ml.svc:2222"]
     assert chief.labels[tfjob.REPLICA_TYPE_LABEL] == "chief" and chief.labels[tfjob.JOB_ROLE_LABEL] == "master"
 
 
@@ -250,6 +268,10 @@ def test_tfjob_exit_codes_below_128_fail_the_job_and_signals_give_a_new_pod():
     assert lifecycle.after_failure(rules, contract.EXIT_SETUP, False, 0, 0).fails_job
     assert lifecycle.after_failure(rules, contract.EXIT_FAILED, False, 0, 0).fails_job, "ExitCode: 1 is permanent"
     assert not lifecycle.after_failure(rules, 137, False, 0, 0).fails_job, "killed by a signal: a new pod"
+    # A pod the cluster takes away fails the TFJob: the operator counts it failed while it still runs.
+    assert lifecycle.after_failure(rules, 143, True, 0, 0).fails_job
+    (native_job,) = backends.decode(expand(JOBS / "wide-deep.yaml", "native", profile()).objects[0])
+    assert not lifecycle.after_failure(native_job.lifecycle, 143, True, 0, 0).fails_job, "the Job controller ignores it"
 
 
 def test_tfjob_endpoint_map_keys_are_the_operators_addresses():
@@ -350,3 +372,30 @@ def test_tfjob_warns_of_permanent_exit_codes_the_operator_retries():
     assert expansion.ok
     (warning,) = [p for p in expansion.problems if p.field == "spec.failurePolicy.permanentExitCodes"]
     assert warning.severity == "warning" and "137 cannot fail the job" in warning.message
+
+
+# ---- what completes a job (seen on JobSet v0.10.1 and the operator v1.9.4: tests/cluster/test_lifecycle_real.py) ----
+
+def test_what_completes_a_jobset_or_tfjob_and_so_ends_every_other_task():
+    def completed_by(job: str, backend: str) -> tuple[str, ...]:
+        (decoded,) = backends.decode(expand(JOBS / f"{job}.yaml", backend, profile()).objects[0])
+        return decoded.completed_by
+
+    assert completed_by("ctr-jobset", "jobset") == ("chief:0",)
+    assert completed_by("ctr-jobset", "tfjob") == ("chief:0",)
+    # Without a chief the operator takes worker 0; JobSet's successPolicy counts the whole worker Job.
+    assert completed_by("scene2-case1", "tfjob") == ("worker:0",)
+    assert completed_by("scene2-case1", "jobset") == tuple(f"worker:{i}" for i in range(10))
+    assert completed_by("ctr-jobset", "native") == (), "each Job completes on its own"
+
+
+def test_tfjob_warns_where_workers_may_be_preempted():
+    """An evicted or preempted pod fails a whole TFJob (the operator v1.9.4 on a local cluster): a cluster whose
+    PS preempt workers is told so at spec.backend, and told jobset or native keep the job running."""
+    seed = pipeline.load_profile(str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"))
+    assert seed.priority_classes.get("ps")
+    warned = [p for p in expand(JOBS / "ctr-jobset.yaml", "tfjob", seed).problems if p.field == "spec.backend"]
+    assert [p.is_error for p in warned] == [False]
+    assert "fails a whole TFJob when one of its pods is preempted or evicted" in warned[0].message
+    assert not [p for p in expand(JOBS / "ctr-jobset.yaml", "jobset", seed).problems if p.field == "spec.backend"]
+    assert not [p for p in expand(JOBS / "ctr-jobset.yaml", "tfjob", profile()).problems if p.field == "spec.backend"]

@@ -70,6 +70,38 @@ def test_summary_reads_every_backend_alike(backend):
         assert summary.qos == job_plan.job.qos
 
 
+def _without_pod_templates(objects: list[dict]) -> list[dict]:
+    """The objects with every pod template cut out of the object that carries the job's pods."""
+    objects = json.loads(json.dumps(objects))
+    for obj in objects:
+        spec = obj.get("spec", {})
+        if obj["kind"] == "Job":
+            del spec["template"]
+        for replicated in spec.get("replicatedJobs", []):
+            del replicated["template"]["spec"]["template"]
+        for replica in spec.get("tfReplicaSpecs", {}).values():
+            del replica["template"]
+    return objects
+
+
+@pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
+def test_objects_without_pod_templates_are_described_as_far_as_they_go(backend, capsys, tmp_path):
+    """`tfjobgen summary` of objects edited by hand: never a traceback; the jobs it can read, and a line
+    for each it cannot."""
+    from tfjobgen import cli, emit
+
+    _, _, objects = _expressible(backend)[0]
+    (summary,) = describe.jobs(_without_pod_templates(objects))
+    assert summary.backend == backend and summary.roles == {} and summary.topology == "?"
+    assert summary.unreadable
+    path = tmp_path / "rendered.yaml"
+    path.write_text(emit.to_yaml(_without_pod_templates(objects)))
+    assert cli.main(["summary", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert summary.key in out and "internal error" not in err
+    assert f"{path}: warning: {summary.key}: " in err and "no 'template'" in err
+
+
 def test_decode_ignores_objects_of_no_job_and_keeps_jobs_apart():
     cases = _expressible("native")
     objects = [obj for _, _, group in cases for obj in group]

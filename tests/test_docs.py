@@ -24,9 +24,9 @@ def test_field_reference_matches_the_schemas(tmp_path):
     assert committed == fresh, "docs/reference.md is stale: run .venv/bin/python docs/reference.py"
 
 
-def test_placement_picture_matches_the_generator(tmp_path):
-    committed, fresh = _regenerated("docs/placement.py", "docs/placement.svg", tmp_path, "--picture")
-    assert committed == fresh, "docs/placement.svg is stale: run .venv/bin/python docs/placement.py --picture"
+def test_the_refusal_catalogue_page_counts_every_case(tmp_path):
+    committed, fresh = _regenerated("docs/refusals.py", "docs/refusals.md", tmp_path)
+    assert committed == fresh, "docs/refusals.md is stale: run .venv/bin/python docs/refusals.py"
 
 
 def test_the_seed_scenes_table_in_plan_md_is_what_tfjobgen_plan_says():

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import JOBS, REPO, kpt, load_yaml_stream, run_tfjobgen
-from tfjobgen import krm
+from tfjobgen import krm, pipeline
 
 JOB = (JOBS / "wide-deep.yaml").read_text()
 OTHER = {
@@ -189,3 +189,97 @@ def test_a_profile_rule_is_reported_once_per_build_at_the_profile():
     assert entry["field"] == {"path": "spec.ports.control"}
     assert "port 2300 is also the grpc port" in entry["message"]
     assert result["items"] and not any(i["kind"] == "Job" for i in result["items"]), "nothing generated"
+
+
+def _as_kpt_gives_it(data: dict, path: str, index: int = 0) -> dict:
+    """An item with the annotations kpt puts on it: its file relative to the package, and its index there."""
+    annotations = {f"{prefix}config.kubernetes.io/{key}": value for prefix in ("", "internal.")
+                   for key, value in (("path", path), ("index", str(index)))}
+    return data | {"metadata": data["metadata"] | {"annotations": annotations}}
+
+
+def test_results_under_kpt_name_the_file_its_index_the_line_and_the_field(tmp_path):
+    """kpt runs the function in its own working folder and names files relative to the package: the
+    results give kpt's file {path, index}, and the line is found in the package under that folder."""
+    package = tmp_path / "package" / "team"
+    package.mkdir(parents=True)
+    text = "# another document first\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n" + \
+        JOB.replace("cpu: 2, memory: 8Gi", "cpu: 300m, memory: 8Gi")
+    (package / "jobs.yaml").write_text(text)
+    assert "cpu: 300m" in text
+    item = _as_kpt_gives_it(load_yaml_stream(text)[1], "team/jobs.yaml", 1)
+    stderr = io.StringIO()
+    output, code = krm.run_resource_list(_resource_list(item), str(tmp_path), stderr=stderr)
+    [entry] = [r for r in load_yaml_stream(output)[0]["results"] if r["severity"] == "error"]
+    line = next(n for n, text_line in enumerate(text.splitlines(), 1) if "cpu: 300m" in text_line)
+    assert code == 1 and entry["file"] == {"path": "team/jobs.yaml", "index": 1}
+    assert entry["field"] == {"path": "spec.roles.evaluator.cpu"} and entry["tags"] == {"line": str(line)}
+    assert f"team/jobs.yaml:{line}: spec.roles.evaluator.cpu: qos cpuset needs whole CPUs" in stderr.getvalue()
+
+
+def test_kpt_shows_the_file_and_line_of_an_error(tmp_path):
+    (tmp_path / "job.yaml").write_text(JOB.replace("cpu: 4, memory: 8Gi", "cpu: 4, memory: 8Gi, replica: 3"))
+    line = next(n for n, text in enumerate(JOB.splitlines(), 1) if "cpu: 4, memory: 8Gi" in text)
+    proc = subprocess.run([kpt(), "fn", "eval", str(tmp_path), "--exec", "tfjobgen-krm", "-o", "stdout"],
+                          capture_output=True, text=True, env=_path_with_venv(), cwd=tmp_path)
+    assert proc.returncode != 0
+    assert f"job.yaml:{line}: spec.roles.worker.replica: unknown field 'replica'" in proc.stderr, proc.stderr
+
+
+# ---- blame: a value an overlay patched is reported at the patch ------------------------------------
+
+PATCHES = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../../jobs
+patches:
+- target: {kind: TrainingJob, name: wide-deep}
+  patch: |-
+    - op: replace
+      path: /spec/roles/worker/replicas
+      value: 0
+- path: chief.yaml
+transformers:
+- cluster-profile.yaml
+"""
+CHIEF_PATCH = """\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: wide-deep, namespace: ml-training}
+spec:
+  roles:
+    chief: {cpu: 500m}
+"""
+
+
+def test_a_value_an_overlay_patched_is_reported_at_the_patch(tmp_path):
+    """kustomize hands the function the patched intent: a problem of a patched value points at the patch
+    (an inline one in the kustomization, or a patch file) and says what the job file has."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "wide-deep.yaml").write_text(JOB)
+    (tmp_path / "jobs" / "kustomization.yaml").write_text("resources:\n- wide-deep.yaml\n")
+    overlay = tmp_path / "overlays" / "x"
+    overlay.mkdir(parents=True)
+    (overlay / "kustomization.yaml").write_text(PATCHES)
+    (overlay / "chief.yaml").write_text(CHIEF_PATCH)
+    worker_line = next(n for n, text in enumerate(JOB.splitlines(), 1) if "worker: {replicas: 32" in text)
+    replicas = _job(**{"spec.roles.worker.replicas": 0})  # what kustomize makes of it, one patch at a time
+    _, problems = krm.expand_items([replicas], pipeline.profile_from(PROFILE), str(overlay))
+    assert [p.format() for p in problems if p.is_error] == [
+        "overlays/x/kustomization.yaml:9: spec.roles.worker.replicas: 0 is out of range: must be at least 1 (set "
+        f"by this overlay's patch; jobs/wide-deep.yaml:{worker_line} has 32)"]
+    chief = _job()
+    chief["spec"]["roles"]["chief"]["cpu"] = "500m"
+    _, problems = krm.expand_items([chief], pipeline.profile_from(PROFILE), str(overlay))
+    assert [p.format() for p in problems if p.is_error] == [
+        "overlays/x/chief.yaml:6: spec.roles.chief.cpu: qos cpuset needs whole CPUs for the kubelet's CPU manager, "
+        "got 0.5: use 1 or set spec.qos: shared (set by this overlay's patch; jobs/wide-deep.yaml:"
+        f"{worker_line + 1} has 2)"]
+    # A value no patch of the tree wrote (another transformer of the overlay): said at the job file's line.
+    other = _job(**{"spec.roles.worker.cpu": "4500m"})
+    _, problems = krm.expand_items([other], pipeline.profile_from(PROFILE), str(overlay))
+    [line] = [p.format() for p in problems if p.is_error]
+    assert line.startswith(f"jobs/wide-deep.yaml:{worker_line}: spec.roles.worker.cpu: qos cpuset needs whole CPUs")
+    assert line.endswith(f"(the build has 4500m: the overlay changed it; jobs/wide-deep.yaml:{worker_line} has 4)")

@@ -162,6 +162,21 @@ def test_an_invalid_job_stops_the_whole_build_with_its_file_and_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_value_an_overlay_patch_wrote_is_reported_at_the_patch(tmp_path):
+    """The job file still says 32 workers; the overlay's patch says 0: the line to fix is the patch's."""
+    overlay = _copy_overlay(tmp_path)
+    prod = (REPO / "overlays" / "prod-96c" / "kustomization.yaml").read_text()
+    (overlay / "kustomization.yaml").write_text(prod.replace("value: 48", "value: 0"))
+    line = next(i for i, text in enumerate(prod.splitlines(), 1) if "path: /spec/roles/worker/replicas" in text)
+    job_line = next(i for i, text in enumerate((REPO / "jobs" / "wide-deep.yaml").read_text().splitlines(), 1)
+                    if "worker: {replicas: 32" in text)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    proc = kustomize_build(overlay)
+    assert proc.returncode != 0 and proc.stdout == ""
+    assert (f"overlays/x/kustomization.yaml:{line}: spec.roles.worker.replicas: 0 is out of range: must be at "
+            f"least 1 (set by this overlay's patch; jobs/wide-deep.yaml:{job_line} has 32)") in proc.stderr, proc.stderr
+
+
 def test_a_build_without_jobs_is_refused(tmp_path):
     overlay = _copy_overlay(tmp_path)
     (tmp_path / "jobs" / "kustomization.yaml").write_text("resources: []\n")

@@ -143,9 +143,21 @@ spec:
 
 
 def test_a_gpu_job_on_a_profile_without_gpus_is_refused(tmp_path):
-    (problem,) = [p for p in problems_of(GPU_JOB % ("", 2, 1), tmp_path) if p.is_error]
+    (problem,) = [p for p in problems_of(GPU_JOB % ("", 2, 1), tmp_path, REPO / "overlays" / "seed-80c" /
+                                         "cluster-profile.yaml") if p.is_error]
     assert problem.field == "spec.roles.worker.gpu" and problem.line == 10
     assert "has no GPU nodes (spec.gpu)" in problem.message
+
+
+def test_the_embedded_default_lets_gpu_jobs_ask_for_the_device_alone(tmp_path):
+    """Kubernetes sends a pod that requests nvidia.com/gpu to a node that has one, with no selector:
+    the default profile, which knows no cluster, does not refuse what any cluster would place."""
+    assert not [p for p in problems_of(GPU_JOB % ("", 2, 1), tmp_path) if p.is_error]
+    (tmp_path / "job.yaml").write_text(GPU_JOB % ("", 2, 1))
+    for pod in backends.pods_of(render(tmp_path / "job.yaml")):
+        limits = pod.container["resources"]["limits"]
+        assert limits.get("nvidia.com/gpu") == ("1" if pod.role == "worker" else None)
+        assert "nodeSelector" not in pod.spec or "accelerator" not in pod.spec["nodeSelector"]
 
 
 def test_gpu_roles_may_not_name_another_pool_nor_more_gpus_than_a_node_has(tmp_path):

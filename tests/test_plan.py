@@ -14,7 +14,7 @@ import struct
 
 import pytest
 
-from conftest import JOBS, REPO, need, render, run_tfjobgen
+from conftest import JOBS, OVERLAYS, REPO, need, render, run_tfjobgen
 from tfjobgen import backends, pipeline, schema
 from tfjobgen.planner import advice as advice_lib
 from simulation import scenarios
@@ -105,17 +105,21 @@ def test_spec_model_enums_are_the_runtimes():
 
 # ---- traffic --------------------------------------------------------------------------------
 
+FRAMING = traffic.FRAMING_BYTES  # gRPC's bytes around every tensor that crosses
+
+
 def test_a_dense_variable_moves_whole_each_step_and_a_table_only_the_rows_looked_up():
     dense = variables.Workload("t", (_variable("w", [100, 10], slots=1),), "none", 1024, "adagrad",
                                variables.RULES_ON_PS, "spec.model")
     step = traffic.per_step(dense, placement.layout(dense.variables, 1, "none", 1024))
-    assert step.pull == (4000,) and step.push == (4000,)  # read the value, send the gradient (fused on the PS)
+    assert step.pull == (4000 + FRAMING,) and step.push == (4000 + FRAMING,)  # the value; the gradient (fused)
     # Two lookups in a 2-row table touch 1.5 distinct rows on average (1 - (1/2)^2 of each row).
     table = variables.Workload("t", (_variable("e", [2, 4], lookups=2),), "none", 1024, "sgd",
                                variables.RULES_ON_PS, "spec.model")
     step = traffic.per_step(table, placement.layout(table.variables, 1, "none", 1024))
-    assert step.pull == (2 * 16,)  # both looked-up rows come back
-    assert step.push == (pytest.approx(2 * 8 + 1.5 * 16 + 1.5 * 8),)  # ids, then 1.5 gradient rows and indices
+    assert step.pull == (2 * 16 + FRAMING,)  # both looked-up rows come back
+    # ids, then 1.5 gradient rows and their index: three tensors
+    assert step.push == (pytest.approx(2 * 8 + 1.5 * 16 + 1.5 * 8 + 3 * FRAMING),)
 
 
 def test_the_runtimes_update_rules_move_slot_rows_through_the_worker():
@@ -123,7 +127,43 @@ def test_the_runtimes_update_rules_move_slot_rows_through_the_worker():
     dense = variables.Workload("t", (_variable("w", [100, 10], slots=1),), "none", 1024, "adagrad",
                                variables.RULES_ON_WORKER, "spec.training")
     step = traffic.per_step(dense, placement.layout(dense.variables, 1, "none", 1024))
-    assert step.pull == (8000,) and step.push == (8000,)
+    assert step.pull == (2 * (4000 + FRAMING),) and step.push == (2 * (4000 + FRAMING),)
+    # A sparse update sends its rows' index once, for the gather and both scatters.
+    table = variables.Workload("t", (_variable("e", [2, 4], slots=1, lookups=2),), "none", 1024, "adagrad",
+                               variables.RULES_ON_WORKER, "spec.training")
+    step = traffic.per_step(table, placement.layout(table.variables, 1, "none", 1024))
+    assert step.pull == (pytest.approx(2 * 16 + 1.5 * 16 + 2 * FRAMING),)  # rows, then accumulator rows
+    assert step.push == (pytest.approx(2 * 8 + 2 * 1.5 * 16 + 1.5 * 8 + 4 * FRAMING),)
+
+
+def test_tables_looked_up_by_the_same_ids_and_split_alike_get_them_once():
+    def step(ids: str, wide_rows: int):
+        tables = (variables.Variable("embedding", (1000, 4), "float32", True, 0, 100, ids),
+                  variables.Variable("wide", (wide_rows, 1), "float32", True, 0, 100, ids))
+        workload = variables.Workload("t", tables, "fixed", 1, "sgd", variables.RULES_ON_WORKER, "spec.training")
+        return traffic.per_step(workload, placement.layout(tables, 2, "fixed", 1))
+
+    shared, apart = step("ids", 1000), step("", 1000)
+    # embedding and wide part_0 on ps:0, part_1 on ps:1: each PS gets one copy of the ids (half the 100
+    # lookups) and of the update's row index (the rows of its half touched) instead of two
+    touched = 500 * (1 - (1 - 1 / 1000) ** 100)
+    for ps in (0, 1):
+        assert apart.push[ps] - shared.push[ps] == pytest.approx(50 * 8 + FRAMING + touched * 8 + FRAMING)
+        assert apart.pull[ps] == shared.pull[ps]
+    assert step("ids", 999).push == step("", 999).push  # split at other rows: other ids
+
+
+def test_skewed_ids_put_most_lookups_and_touched_rows_on_a_tables_first_shard():
+    rows, lookups = 1000, 500
+    assert traffic.lookup_share(3.0, rows, 0, 500) == pytest.approx(0.5 ** (1 / 3))  # 79% on the first half
+    assert traffic.lookup_share(1.0, rows, 0, 500) == pytest.approx(0.5)
+    for first, stop in ((0, 500), (500, 1000), (0, 1000)):
+        exact = sum(1 - (1 - traffic.lookup_share(3.0, rows, i, i + 1)) ** lookups for i in range(first, stop))
+        assert traffic.distinct_rows(3.0, rows, lookups, first, stop) == pytest.approx(exact, rel=1e-4)
+    uniform = traffic.distinct_rows(1.0, rows, lookups, 0, rows)
+    assert uniform == pytest.approx(rows * (1 - (1 - 1 / rows) ** lookups))
+    assert traffic.distinct_rows(3.0, rows, lookups, 0, rows) < 0.8 * uniform  # hot ids repeat
+    assert traffic.distinct_rows(3.0, 10 ** 9, 4096, 0, 10 ** 9) == pytest.approx(4096, rel=0.05)
 
 
 def test_colocation_keeps_everything_local_with_one_ps_and_one_nth_with_n_balanced_ps():
@@ -392,3 +432,83 @@ def test_node_pools_are_counted_apart_and_their_counts_bound_them(tmp_path):
     assert (share.pool, share.nodes_used, share.nodes) == ("ps-highmem", 1, 1)
     colocated = next(p for p in found.packings if p.mode == "colocated")
     assert ("worker", "spec.topology.nodePools") in {(p.role, p.field) for p in colocated.pending}  # not in PS pool
+
+
+# ---- placement that cannot happen, said before sync -------------------------------------------------
+
+SPREAD_JOB = """\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: spread, namespace: ml}
+spec:
+  image: registry.example.com/tf:1
+  topology: {mode: spread, spread: required}
+  roles:
+    ps: {replicas: 5, cpu: 4, memory: 8Gi}
+    worker: {replicas: 4, cpu: 4, memory: 8Gi%s}
+"""
+
+
+def test_required_spread_beyond_the_profiles_nodes_is_a_warning_on_the_spread(tmp_path):
+    """5 PS that must each have a node of their own, on a cluster the profile says has 3 nodes: two stay
+    Pending for good. Said at validate, on the field that asks for it; the build still succeeds (nodes
+    may be added)."""
+    profile = _write(tmp_path, SEED_PROFILE.read_text() + "  nodeCount: 3\n", "profile.yaml")
+    path = _write(tmp_path, SPREAD_JOB % "")
+    intents, _ = pipeline.load_intents([str(path)])
+    job, problems = pipeline.validate(intents[0], pipeline.load_profile(str(profile)))
+    assert job is not None
+    (warning,) = [p for p in problems if "Pending" in p.message]
+    assert (warning.severity, warning.field, warning.line) == ("warning", "spec.topology.spread", 6)
+    assert warning.message.startswith("ps:3-4 would stay Pending: ") and "3 node(s)" in warning.message
+    without_count = pipeline.validate(intents[0], pipeline.load_profile(str(SEED_PROFILE)))[1]
+    assert not [p for p in without_count if "Pending" in p.message], "no count, nothing known"
+
+
+def test_gpu_tasks_beyond_the_gpu_pool_are_a_warning_and_plan_names_the_gpus(tmp_path):
+    golden = REPO / "tests/golden/gpu-monitoring"
+    profile = _write(tmp_path, (golden / "profile.yaml").read_text().replace(
+        "      node: {cpu: 32, reservedCpus: 1, memory: 256Gi}",
+        "      node: {cpu: 32, reservedCpus: 1, memory: 256Gi}\n      nodeCount: 2"), "profile.yaml")
+    path = _write(tmp_path, SPREAD_JOB.replace("spread: required", "spread: preferred").replace(
+        "replicas: 5", "replicas: 1") % ", gpu: 4")
+    loaded = pipeline.load_profile(str(profile))
+    intents, _ = pipeline.load_intents([str(path)])
+    job, problems = pipeline.validate(intents[0], loaded)
+    (warning,) = [p for p in problems if "Pending" in p.message]
+    assert (warning.severity, warning.field) == ("warning", "spec.roles.worker.gpu")
+    assert warning.message.startswith("worker:2-3 would stay Pending: ")
+    (pending,) = capacity.capacity(job, loaded).own.pending
+    assert "4 GPU" in pending.reason and "CPU" not in pending.reason, pending.reason
+
+
+# ---- advice that validates ----------------------------------------------------------------------------
+
+def test_every_advice_of_every_example_passes_validate_when_applied():
+    """What plan advises, written into the job file, is a job tfjobgen accepts on that cluster."""
+    applied = 0
+    for overlay in [None] + OVERLAYS:
+        profile = pipeline.load_profile(str(REPO / "overlays" / overlay / "cluster-profile.yaml") if overlay
+                                        else None)
+        intents, _ = pipeline.load_intents([str(JOBS)])
+        for intent in intents:
+            job, problems = pipeline.validate(intent, profile)
+            assert job is not None, [p.format() for p in problems]
+            for advice in report.make(job, profile, variables.of_job(job), intent.data).advice:
+                if not advice.changes:
+                    continue  # it names no single value to write (raise the memory, say)
+                changed = pipeline.Intent(advice_lib.applied(intent.data, advice), intent.file)
+                errors = [p.format() for p in pipeline.validate(changed, profile)[1] if p.is_error]
+                assert not errors, f"{overlay}: {intent.name}: {advice.field}: {advice.message}\n" + "\n".join(errors)
+                applied += 1
+    assert applied, "some example gets advice with a change"
+
+
+def test_plan_does_not_advise_a_topology_the_backend_refuses(capsys):
+    from tfjobgen import cli
+
+    assert cli.main(["plan", str(JOBS / "ctr-jobset.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "- spec.topology.mode: colocated" not in out
+    assert "note: spec.topology.mode: colocated would keep 60% of the bytes inside a server" in out
+    assert "not advised: tfjobgen would then refuse the job (spec.backend: topology colocated needs" in out

@@ -6,6 +6,7 @@ records a run) and keep the raw numbers in benchmarks/runtime/results/.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -24,7 +25,7 @@ sys.path.insert(0, str(REPO / "generator"))
 RESULTS = Path(__file__).resolve().parent / "results"
 README_JOB = REPO / "jobs" / "wide-deep.yaml"
 
-from tfjobgen.local import processes  # noqa: E402
+from tfjobgen.local import processes, wire  # noqa: E402
 
 
 def job_variant(name: str, training: dict, api: str | None = None, base: Path = README_JOB,
@@ -44,9 +45,12 @@ def job_variant(name: str, training: dict, api: str | None = None, base: Path = 
     return path
 
 
-def run_local(job: Path, *args: str, interrupt_at_step: int | None = None, deadline: float = 300) -> dict:
-    """`tfjobgen run-local JOB ARGS --report`, as a user runs it; the report, plus what survived it."""
+def run_local(job: Path, *args: str, interrupt_at_step: int | None = None, deadline: float = 300,
+              count_bytes: bool = False) -> dict:
+    """`tfjobgen run-local JOB ARGS --report`, as a user runs it; the report, plus what survived it.
+    count_bytes: also the bytes between its tasks (local/wire.py), as result["wire"] {(from, to): bytes}."""
     work = Path(tempfile.mkdtemp(prefix="tfjobgen-bench-run-"))
+    sampler = wire.Sampler(str(work / "run")) if count_bytes else None
     report = work / "report.json"
     command = [sys.executable, "-m", "tfjobgen", "run-local", str(job), "--work-dir", str(work / "run"),
                "--report", str(report), *args]
@@ -57,17 +61,27 @@ def run_local(job: Path, *args: str, interrupt_at_step: int | None = None, deadl
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines, interrupted_after = [], None
-    for line in proc.stdout:
-        lines.append(line)
-        if interrupt_at_step and line.startswith("step ") and int(line.split()[1].split("/")[0]) >= interrupt_at_step \
-                and interrupted_after is None:
-            proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
-            interrupted_after = time.monotonic()
-        if time.monotonic() - started > deadline:
-            proc.send_signal(signal.SIGTERM)
-    proc.wait()
+    try:
+        with sampler or contextlib.nullcontext():
+            for line in proc.stdout:
+                lines.append(line)
+                if interrupt_at_step and line.startswith("step ") and interrupted_after is None \
+                        and int(line.split()[1].split("/")[0]) >= interrupt_at_step:
+                    proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
+                    interrupted_after = time.monotonic()
+                if time.monotonic() - started > deadline:
+                    proc.send_signal(signal.SIGTERM)
+            proc.wait()
+    except BaseException:  # this script was interrupted: run-local tears its tasks down on SIGTERM
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+        processes.sweep(str(work / "run"))
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     result = json.loads(report.read_text()) if report.exists() else {}
     result["returncode"] = proc.returncode
+    if sampler:
+        result["wire"] = sampler.bytes()
     result["wall_seconds"] = round(time.monotonic() - started, 2)
     if interrupted_after is not None:
         result["stop_seconds"] = round(time.monotonic() - interrupted_after, 2)
@@ -76,6 +90,13 @@ def run_local(job: Path, *args: str, interrupt_at_step: int | None = None, deadl
     result["output"] = "".join(lines)
     shutil.rmtree(work, ignore_errors=True)  # the run's checkpoints and logs: the report holds what counts
     return result
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM ends the benchmark as Ctrl-C does, so the run-local it waits for is stopped too."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def save(name: str, data) -> Path:

@@ -1,11 +1,11 @@
 // kube-apiserver, kube-controller-manager and kube-scheduler of one Kubernetes release.
 // k8s.io/kubernetes maps its staging modules (k8s.io/api, client-go, ...) to ./staging in its own
-// go.mod, which a consumer cannot use: the replace block below names the published v0.34.4 of each.
+// go.mod, which a consumer cannot use: the replace block below names the published v0.34.12 of each.
 // sample-cli-plugin and sample-controller are required but never built, and the module proxy here
 // serves no release of them: they point at empty stubs.
 module tfjobgen.dev/clustertools/kubernetes
 
-go 1.24.0
+go 1.25.0
 
 require (
 	cel.dev/expr v0.24.0 // indirect
@@ -37,7 +37,7 @@ require (
 	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
-	github.com/go-logr/logr v1.4.2 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/go-openapi/jsonpointer v0.21.0 // indirect
@@ -63,7 +63,7 @@ require (
 	github.com/libopenstorage/openstorage v1.0.0 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/mistifyio/go-zfs v2.1.2-0.20190413222219-f784269be439+incompatible // indirect
-	github.com/moby/spdystream v0.5.0 // indirect
+	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/moby/sys/mountinfo v0.7.2 // indirect
 	github.com/moby/sys/userns v0.1.0 // indirect
 	github.com/moby/term v0.5.0 // indirect
@@ -93,65 +93,65 @@ require (
 	go.etcd.io/etcd/api/v3 v3.6.4 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.6.4 // indirect
 	go.etcd.io/etcd/client/v3 v3.6.4 // indirect
-	go.opentelemetry.io/auto/sdk v1.1.0 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.60.0 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.58.0 // indirect
-	go.opentelemetry.io/otel v1.35.0 // indirect
+	go.opentelemetry.io/otel v1.41.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.34.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.34.0 // indirect
-	go.opentelemetry.io/otel/metric v1.35.0 // indirect
+	go.opentelemetry.io/otel/metric v1.41.0 // indirect
 	go.opentelemetry.io/otel/sdk v1.34.0 // indirect
-	go.opentelemetry.io/otel/trace v1.35.0 // indirect
+	go.opentelemetry.io/otel/trace v1.41.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.5.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
-	golang.org/x/crypto v0.36.0 // indirect
+	golang.org/x/crypto v0.53.0 // indirect
 	golang.org/x/exp v0.0.0-20240719175910-8a7402abbf56 // indirect
-	golang.org/x/net v0.38.0 // indirect
+	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/oauth2 v0.27.0 // indirect
-	golang.org/x/sync v0.12.0 // indirect
-	golang.org/x/sys v0.31.0 // indirect
-	golang.org/x/term v0.30.0 // indirect
-	golang.org/x/text v0.23.0 // indirect
+	golang.org/x/sync v0.21.0 // indirect
+	golang.org/x/sys v0.46.0 // indirect
+	golang.org/x/term v0.44.0 // indirect
+	golang.org/x/text v0.39.0 // indirect
 	golang.org/x/time v0.9.0 // indirect
-	golang.org/x/tools v0.26.0 // indirect
+	golang.org/x/tools v0.47.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250303144028-a0af3efb3deb // indirect
 	google.golang.org/grpc v1.72.1 // indirect
-	google.golang.org/protobuf v1.36.5 // indirect
+	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
 	gopkg.in/go-jose/go-jose.v2 v2.6.3 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.34.4 // indirect
+	k8s.io/api v0.34.12 // indirect
 	k8s.io/apiextensions-apiserver v0.0.0 // indirect
-	k8s.io/apimachinery v0.34.4 // indirect
-	k8s.io/apiserver v0.34.4 // indirect
-	k8s.io/client-go v0.34.4 // indirect
-	k8s.io/cloud-provider v0.34.4 // indirect
+	k8s.io/apimachinery v0.34.12 // indirect
+	k8s.io/apiserver v0.34.12 // indirect
+	k8s.io/client-go v0.34.12 // indirect
+	k8s.io/cloud-provider v0.34.12 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
-	k8s.io/component-base v0.34.4 // indirect
-	k8s.io/component-helpers v0.34.4 // indirect
-	k8s.io/controller-manager v0.34.4 // indirect
-	k8s.io/cri-api v0.34.4 // indirect
+	k8s.io/component-base v0.34.12 // indirect
+	k8s.io/component-helpers v0.34.12 // indirect
+	k8s.io/controller-manager v0.34.12 // indirect
+	k8s.io/cri-api v0.34.12 // indirect
 	k8s.io/cri-client v0.0.0 // indirect
 	k8s.io/csi-translation-lib v0.0.0 // indirect
 	k8s.io/dynamic-resource-allocation v0.0.0 // indirect
 	k8s.io/endpointslice v0.0.0 // indirect
 	k8s.io/externaljwt v0.0.0 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
-	k8s.io/kms v0.34.4 // indirect
+	k8s.io/kms v0.34.12 // indirect
 	k8s.io/kube-aggregator v0.0.0 // indirect
 	k8s.io/kube-controller-manager v0.0.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
 	k8s.io/kubectl v0.0.0 // indirect
-	k8s.io/kubelet v0.34.4 // indirect
-	k8s.io/kubernetes v1.34.4 // indirect
-	k8s.io/metrics v0.34.4 // indirect
+	k8s.io/kubelet v0.34.12 // indirect
+	k8s.io/kubernetes v1.34.12 // indirect
+	k8s.io/metrics v0.34.12 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397 // indirect
@@ -168,63 +168,63 @@ tool (
 	k8s.io/kubernetes/cmd/kube-scheduler
 )
 
-replace k8s.io/api => k8s.io/api v0.34.4
+replace k8s.io/api => k8s.io/api v0.34.12
 
-replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.34.4
+replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.34.12
 
-replace k8s.io/apimachinery => k8s.io/apimachinery v0.34.4
+replace k8s.io/apimachinery => k8s.io/apimachinery v0.34.12
 
-replace k8s.io/apiserver => k8s.io/apiserver v0.34.4
+replace k8s.io/apiserver => k8s.io/apiserver v0.34.12
 
-replace k8s.io/cli-runtime => k8s.io/cli-runtime v0.34.4
+replace k8s.io/cli-runtime => k8s.io/cli-runtime v0.34.12
 
-replace k8s.io/client-go => k8s.io/client-go v0.34.4
+replace k8s.io/client-go => k8s.io/client-go v0.34.12
 
-replace k8s.io/cloud-provider => k8s.io/cloud-provider v0.34.4
+replace k8s.io/cloud-provider => k8s.io/cloud-provider v0.34.12
 
-replace k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.34.4
+replace k8s.io/cluster-bootstrap => k8s.io/cluster-bootstrap v0.34.12
 
-replace k8s.io/code-generator => k8s.io/code-generator v0.34.4
+replace k8s.io/code-generator => k8s.io/code-generator v0.34.12
 
-replace k8s.io/component-base => k8s.io/component-base v0.34.4
+replace k8s.io/component-base => k8s.io/component-base v0.34.12
 
-replace k8s.io/component-helpers => k8s.io/component-helpers v0.34.4
+replace k8s.io/component-helpers => k8s.io/component-helpers v0.34.12
 
-replace k8s.io/controller-manager => k8s.io/controller-manager v0.34.4
+replace k8s.io/controller-manager => k8s.io/controller-manager v0.34.12
 
-replace k8s.io/cri-api => k8s.io/cri-api v0.34.4
+replace k8s.io/cri-api => k8s.io/cri-api v0.34.12
 
-replace k8s.io/cri-client => k8s.io/cri-client v0.34.4
+replace k8s.io/cri-client => k8s.io/cri-client v0.34.12
 
-replace k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.34.4
+replace k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.34.12
 
-replace k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.34.4
+replace k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.34.12
 
-replace k8s.io/endpointslice => k8s.io/endpointslice v0.34.4
+replace k8s.io/endpointslice => k8s.io/endpointslice v0.34.12
 
-replace k8s.io/externaljwt => k8s.io/externaljwt v0.34.4
+replace k8s.io/externaljwt => k8s.io/externaljwt v0.34.12
 
-replace k8s.io/kms => k8s.io/kms v0.34.4
+replace k8s.io/kms => k8s.io/kms v0.34.12
 
-replace k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.34.4
+replace k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.34.12
 
-replace k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.34.4
+replace k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.34.12
 
-replace k8s.io/kube-proxy => k8s.io/kube-proxy v0.34.4
+replace k8s.io/kube-proxy => k8s.io/kube-proxy v0.34.12
 
-replace k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.34.4
+replace k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.34.12
 
-replace k8s.io/kubectl => k8s.io/kubectl v0.34.4
+replace k8s.io/kubectl => k8s.io/kubectl v0.34.12
 
-replace k8s.io/kubelet => k8s.io/kubelet v0.34.4
+replace k8s.io/kubelet => k8s.io/kubelet v0.34.12
 
-replace k8s.io/metrics => k8s.io/metrics v0.34.4
+replace k8s.io/metrics => k8s.io/metrics v0.34.12
 
-replace k8s.io/mount-utils => k8s.io/mount-utils v0.34.4
+replace k8s.io/mount-utils => k8s.io/mount-utils v0.34.12
 
-replace k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.34.4
+replace k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.34.12
 
-replace k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.34.4
+replace k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.34.12
 
 replace k8s.io/sample-cli-plugin => ./stub/sample-cli-plugin
 

@@ -48,14 +48,11 @@ def cmd_validate(args) -> int:
 
     profile = pipeline.load_profile(args.profile)
     found, problems = _load_intents(args.paths)
+    problems += pipeline.empty_folders(args.paths, found)
     problems += pipeline.expand(found, profile).problems  # exactly what the KRM function checks
     problems += intents.unlisted(args.paths)
     _print_problems(sorted(problems, key=lambda p: (p.file, p.line, p.field)))
     errors = sum(p.is_error for p in problems)
-    if not found and not problems:
-        print(f"{' '.join(args.paths)}: no TrainingJob found (a job file has apiVersion: tfjobgen.dev/v1alpha1 and "
-              "kind: TrainingJob)", file=sys.stderr)
-        return EXIT_INVALID
     print(f"{len(found)} TrainingJob(s) checked: {errors} error(s), {len(problems) - errors} warning(s)",
           file=sys.stderr)
     return EXIT_INVALID if has_errors(problems) else EXIT_OK
@@ -66,8 +63,10 @@ def cmd_render(args) -> int:
 
     profile = pipeline.load_profile(args.profile)
     intents, problems = _load_intents(args.paths)
-    if not intents and not problems:
-        raise _UsageError("no TrainingJob found in " + " ".join(args.paths))
+    problems += pipeline.empty_folders(args.paths, intents)
+    if any(p.is_error for p in problems):
+        _print_problems(problems)
+        return EXIT_INVALID
     expansion = pipeline.expand(intents, profile)
     problems += expansion.problems
     _print_problems(problems)
@@ -102,7 +101,10 @@ def cmd_summary(args) -> int:
     except InvalidInput as err:
         _print_problems(err.problems)
         return EXIT_INVALID
-    print(describe.table_of(describe.jobs(objects)))
+    summaries = describe.jobs(objects)
+    print(describe.table_of(summaries))
+    for summary in (s for s in summaries if s.unreadable):  # described as far as its objects go
+        print(f"{args.file}: warning: {summary.key}: {summary.unreadable}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 # Every role, in the order every listing uses (objects, TF_CONFIG, tables).
 ROLES = ("chief", "evaluator", "ps", "worker")
 # Roles of TensorFlow's training cluster: the evaluator reads checkpoints and is not part of it
-# (TensorFlow's TFConfigClusterResolver and Kubeflow's TFJob keep it out of `cluster`).
+# (TensorFlow's TFConfigClusterResolver accepts it out of `cluster`; Kubeflow's TFJob operator lists
+# it there all the same, and the runtime leaves it out of the servers it forms).
 TRAINING_ROLES = ("chief", "ps", "worker")
 # Roles that run at most one task.
 SINGLE_ROLES = ("chief", "evaluator")

@@ -33,6 +33,7 @@ class JobSummary:
     api: str = ""
     backend: str = ""
     objects: Counter = field(default_factory=Counter)
+    unreadable: str = ""  # why its tasks are not described ("": they are)
 
     @property
     def key(self) -> str:
@@ -48,7 +49,9 @@ def _is_guaranteed_whole_cpu(container: dict) -> bool:
 def summarize(job: backends.DecodedJob) -> JobSummary:
     """What one decoded job is: per role its tasks and sizes, its topology, QoS and protocol."""
     summary = JobSummary(job.namespace, job.name, backend=job.backend,
-                         objects=Counter(o.get("kind", "?") for o in job.objects))
+                         objects=Counter(o.get("kind", "?") for o in job.objects), unreadable=job.unreadable)
+    if job.unreadable:
+        summary.topology = summary.qos = summary.protocol = summary.api = "?"
     for pod in job.pods:
         role = summary.roles.setdefault(pod.role, RoleSummary())
         role.replicas += 1

@@ -102,6 +102,23 @@ def local_resources(directory: str, data: dict, keys: tuple[str, ...] = ("resour
     return [os.path.normpath(os.path.join(directory, e)) for e in entries if not _is_remote(e)]
 
 
+# In the order kustomize applies them (api/internal/target/kusttarget_configplugin.go, configureBuiltinTransformers).
+PATCH_FIELDS = ("patchesStrategicMerge", "patches", "patchesJson6902")
+
+
+def patch_source(key: str, entry: Any) -> tuple[str | None, str | None]:
+    """(file it reads, inline text) of one entry of a kustomization's patch field `key`: a strategic merge
+    entry is a path unless it spans lines; the others name a `path` or hold a `patch`."""
+    if key == "patchesStrategicMerge" and isinstance(entry, str):
+        return (entry, None) if "\n" not in entry.strip() else (None, entry)
+    if isinstance(entry, dict):
+        if isinstance(entry.get("path"), str):
+            return entry["path"], None
+        if isinstance(entry.get("patch"), str):
+            return None, entry["patch"]
+    return None, None
+
+
 def _is_remote(entry: str) -> bool:
     return "://" in entry or entry.startswith(("github.com/", "git@"))
 

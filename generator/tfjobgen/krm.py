@@ -33,12 +33,20 @@ from .profile import ClusterProfile
 
 _DOC_SPLIT = re.compile(r"^---[ \t]*$\n?", re.MULTILINE)
 _PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
+_INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index")
+
+
+def _annotated(item: dict) -> tuple[str, int | None]:
+    """The file an orchestrator says an item came from (kpt: relative to the package) and its index there."""
+    meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    path = next((str(annotations[k]) for k in _PATH_ANNOTATIONS if k in annotations), "")
+    index = next((str(annotations[k]) for k in _INDEX_ANNOTATIONS if k in annotations), "")
+    return path, int(index) if index.isdigit() else None
 
 
 def _intent(item: dict) -> Intent:
-    annotations = (item.get("metadata") or {}).get("annotations") or {}
-    path = next((annotations[k] for k in _PATH_ANNOTATIONS if k in annotations), "")
-    return Intent(item, file=path)
+    return Intent(item, file=_annotated(item)[0])
 
 
 def _with_sources(found: list[Intent], root: str) -> list[Intent]:
@@ -53,6 +61,8 @@ def _with_sources(found: list[Intent], root: str) -> list[Intent]:
         if source_of is None:  # a patch or a transformer may have changed the namespace
             by_name = [v for (_, name), v in sources.items() if name == ref.name]
             source_of = by_name[0] if len(by_name) == 1 else None
+        if source_of is None and intent.file:  # kpt: no kustomization, a file named relative to the package
+            source_of = locate.find_annotated(root, intent.file, _annotated(intent.data)[1], ref)
         if source_of and intent.document is None:
             file, document = source_of
             intent = Intent(intent.data, intent.file or file, document)
@@ -71,9 +81,13 @@ def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     expansion = pipeline.expand(found, profile, others)
     if has_errors(expansion.problems):
         # Errors only: find the files the intents came from and check again, so that every problem
-        # (and every message that names another file) says where to look.
-        expansion = pipeline.expand(_with_sources(found, root), profile, others)
-        return items, expansion.problems
+        # (and every message that names another file) says where to look, the patch that wrote a value included.
+        from . import locate
+
+        placed = _with_sources(found, root)
+        expansion = pipeline.expand(placed, profile, others)
+        sources = {(i.ref.kind, i.ref.name): (i.document, i.data) for i in placed if i.document is not None}
+        return items, locate.from_patches(expansion.problems, sources, root)
     replacement = dict(zip(positions, expansion.objects))
     result = []
     for i, item in enumerate(items):
@@ -81,7 +95,8 @@ def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     return result, expansion.problems
 
 
-def _result(problem: Problem) -> dict:
+def _result(problem: Problem, indexes: dict | None = None) -> dict:
+    """A KRM result (kpt's format: resourceRef, field {path}, file {path, index}, tags); the line goes in tags."""
     entry: dict = {"message": problem.message, "severity": problem.severity}
     if problem.ref:
         ref = problem.ref
@@ -92,6 +107,9 @@ def _result(problem: Problem) -> dict:
             entry["field"] = {"path": problem.field}
     if problem.file:
         entry["file"] = {"path": problem.file}
+        index = (indexes or {}).get((problem.file, problem.ref))
+        if index is not None:
+            entry["file"]["index"] = index
     if problem.line:
         entry["tags"] = {"line": str(problem.line)}
     return entry
@@ -146,7 +164,9 @@ def run_resource_list(text: str, root: str, stderr=None) -> tuple[str, int]:
     if config:
         output["functionConfig"] = config
     if problems:
-        output["results"] = [_result(p) for p in problems]
+        indexes = {(path, intents.ref_of(item)): index for item in items if isinstance(item, dict)
+                   for path, index in [_annotated(item)] if path and index is not None}
+        output["results"] = [_result(p, indexes) for p in problems]
     return emit.to_yaml([output]), 1 if has_errors(problems) else 0
 
 

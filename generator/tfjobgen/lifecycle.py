@@ -51,6 +51,10 @@ class Lifecycle:
     retries_per_task: int  # new pods a task may get after failures before it fails for good
     permanent_exit_codes: tuple[int, ...]  # sorted: exits that fail the job at once
     deadline_seconds: int | None  # every task still running after this fails; None: no deadline
+    # True when a pod taken away by the cluster (evicted, preempted, drained) fails the job instead of
+    # being replaced: the TFJob operator counts a deleted pod still Running as failed before it
+    # reads any exit code (seen on v1.9.4; kubeflow/trainer#999). The Job controller ignores them.
+    disruptions_fail: bool = False
 
 
 def of(job: TrainingJob, profile: ClusterProfile) -> Lifecycle:
@@ -115,6 +119,8 @@ def after_failure(lifecycle: Lifecycle, exit_code: int, disrupted: bool, counted
     `exit_code` is the container's (128 + n when signal n killed it); `disrupted`: the pod
     has the DisruptionTarget condition.
     """
+    if disrupted and lifecycle.disruptions_fail:
+        return Decision(True, True, 0.0, "taken away by the cluster, which fails the job on this controller")
     if disrupted:
         return Decision(False, False, replacement_delay(counted + ignored + 1), "taken away by the cluster (not counted)")
     if exit_code in lifecycle.permanent_exit_codes:

@@ -11,6 +11,7 @@ environment stays about 40% shorter than with fully qualified names (limits.py).
 from __future__ import annotations
 
 from .model import TrainingJob
+from .naming import Naming
 from .problems import Problem
 from .profile import ClusterProfile
 
@@ -72,13 +73,12 @@ def fully_qualified(job: TrainingJob, profile: ClusterProfile, host: str) -> str
     return f"{host}.{job.namespace}.svc.{profile.cluster_domain}"
 
 
-def check(job: TrainingJob) -> list[Problem]:
-    """The longest generated name must fit a DNS label (pod hostnames, Job and label values)."""
-    longest = max(
-        (task(job, role.name, role.replicas - 1) for role in job.roles.values()),
-        key=len,
-    )
-    longest = max(longest, cluster_config(job), key=len)
+def check(job: TrainingJob, naming: Naming) -> list[Problem]:
+    """The longest name the job's backend makes must fit a DNS label (pod hostnames, Service names, label
+    values): the one rule for every backend, each naming its pods' hosts its own way (naming.py)."""
+    generated = [naming.hostname(job, role.name, role.replicas - 1) for role in job.roles.values()]
+    generated += [cluster_config(job)] + ([tensorboard(job)] if job.tensorboard else [])
+    longest = max(generated, key=len)
     if len(longest) <= DNS_LABEL_MAX:
         return []
     room = DNS_LABEL_MAX - (len(longest) - len(job.name))
@@ -87,4 +87,3 @@ def check(job: TrainingJob) -> list[Problem]:
         f"Kubernetes allows {DNS_LABEL_MAX}: shorten the name to at most {room} characters",
         "metadata.name",
     )]
-

@@ -30,5 +30,8 @@ class Naming:
     failures_source: dict | None = None
     # True when the controller writes TF_CONFIG into the pods itself (Kubeflow's TFJob).
     writes_tf_config: bool = False
+    # True when that TF_CONFIG's `cluster` lists the evaluator too (the TFJob operator lists every
+    # replica type); tfjobgen's own TF_CONFIG lists the training roles only.
+    evaluator_in_cluster: bool = False
     # The name of the TF server's container port (the TFJob operator reads `tfjob-port`).
     grpc_port_name: str = "grpc"

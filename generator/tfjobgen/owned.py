@@ -26,20 +26,27 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def marked(variable: str, value: str) -> list[int]:
-    """PIDs of live processes whose environment has variable=value (zombies have none and are left out)."""
+def environments(variable: str, value: str) -> dict[int, dict[str, str]]:
+    """The environment of every live process whose environment has variable=value, by PID
+    (zombies have none and are left out)."""
     needle = f"{variable}={value}".encode()
-    found = []
+    found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as environ:
-                if needle in environ.read().split(b"\0"):
-                    found.append(int(entry))
+                variables = environ.read().split(b"\0")
         except OSError:
             continue  # gone, or someone else's
-    return sorted(found)
+        if needle in variables:
+            found[int(entry)] = dict(v.decode(errors="replace").partition("=")[::2] for v in variables if v)
+    return found
+
+
+def marked(variable: str, value: str) -> list[int]:
+    """PIDs of live processes whose environment has variable=value."""
+    return sorted(environments(variable, value))
 
 
 def kill(pids: list[int], sig: int = signal.SIGKILL) -> None:

@@ -55,20 +55,59 @@ class Intent:
 
 
 def load_intents(paths: list[str], relative_to: str | None = None) -> tuple[list[Intent], list[Problem]]:
-    """The intents in files and folders, and problems of files that could not be read or parsed.
+    """The intents in files and folders, and problems of files that could not be read or parsed, or that
+    were named (not found in a folder) and hold no TrainingJob.
 
     Files are named as given, or relative to `relative_to` (a repository root) with '/'.
     """
     found, problems = [], []
-    for path in intents.files(paths):
-        shown = os.path.relpath(path, relative_to).replace(os.sep, "/") if relative_to else path
-        try:
-            documents = source.parse_file(path, shown)
-        except InvalidInput as err:
-            problems += err.problems
-            continue
-        found += [Intent(d.data, shown, d) for d in documents if intents.is_intent(d.data)]
+    for path in paths:
+        named = os.path.isfile(path)  # a folder's files may hold anything else a kustomization lists
+        for file in intents.files([path]):
+            shown = os.path.relpath(file, relative_to).replace(os.sep, "/") if relative_to else file
+            try:
+                documents = source.parse_file(file, shown)
+            except InvalidInput as err:
+                problems += err.problems
+                continue
+            these = [Intent(d.data, shown, d) for d in documents if intents.is_intent(d.data)]
+            if named and not these:
+                problems.append(_no_intent_in(shown, documents))
+            found += these
     return found, problems
+
+
+_JOB_FILE = f"a job file has apiVersion: {model.API_VERSION} and kind: {model.KIND}"
+
+
+def _no_intent_in(file: str, documents: list[source.Document]) -> Problem:
+    """A file named on the command line that holds no TrainingJob: say what it holds instead."""
+    if not documents:
+        return Problem(f"no TrainingJob here: the file is empty; {_JOB_FILE}", file=file)
+    first = documents[0]
+    if not isinstance(first.data, dict):
+        what = "a YAML list" if isinstance(first.data, list) else "a single value"
+        return Problem(f"no TrainingJob here: the file holds {what}; a job is a mapping with apiVersion: "
+                       f"{model.API_VERSION} and kind: {model.KIND}", file=file, line=first.start_line)
+    ref = intents.ref_of(first.data)
+    held = " ".join(part for part in (ref.kind or "a mapping without kind", ref.name) if part)
+    advice = "name it with --profile" if intents.kind_of(first.data) == "profile" else _JOB_FILE
+    return Problem(f"no TrainingJob here: the file holds {held}; {advice}", file=file,
+                   line=first.line_of("kind"))
+
+
+def empty_folders(paths: list[str], found: list[Intent]) -> list[Problem]:
+    """Folders named on the command line in which no file holds a TrainingJob."""
+    problems = []
+    for folder in (p for p in paths if os.path.isdir(p)):
+        inside = os.path.join(os.path.abspath(folder), "")
+        if any(os.path.abspath(intent.file).startswith(inside) for intent in found):
+            continue
+        count = len(intents.files([folder]))
+        problems.append(Problem(
+            f"no TrainingJob in the {count} YAML file(s) under this folder (in a folder, files without a "
+            f"TrainingJob are passed over, as other resources of a kustomization); {_JOB_FILE}", file=folder))
+    return problems
 
 
 def load_profile(path: str | None) -> ClusterProfile:
@@ -102,9 +141,29 @@ PROFILE_CHECKS = (profile_rules.check, qos.check_profile, tuning.check_profile)
 
 def check_profile(profile: ClusterProfile) -> list[Problem]:
     """Every profile rule, each problem placed at the profile's file and line when it has them."""
+    return _in_profile(profile, [p for check in PROFILE_CHECKS for p in check(profile)])
+
+
+def _in_profile(profile: ClusterProfile, problems: list[Problem]) -> list[Problem]:
     ref = ResourceRef(model.API_VERSION, PROFILE_KIND, profile.name)
-    return [p.located(profile.origin.file, profile.origin.line_of(p.field), ref)
-            for check in PROFILE_CHECKS for p in check(profile)]
+    return [p.located(profile.origin.file, profile.origin.line_of(p.field), ref) for p in problems]
+
+
+def check_all(found: list[Intent], profile: ClusterProfile) -> tuple[list[model.TrainingJob | None], list[Problem]]:
+    """The profile, then every intent: the typed jobs (None where an intent has errors, all None when the
+    profile has) and every problem, each said once per build."""
+    problems = check_profile(profile)
+    if has_errors(problems):  # every job's rules read the profile: a broken one checks no job
+        return [None for _ in found], problems
+    jobs = []
+    for intent in found:
+        job, more = validate(intent, profile)
+        jobs.append(job)
+        problems += more
+    problems += duplicates(found)
+    # Profile warnings that matter only to some jobs (CPU-manager nodes, to cpuset jobs): once, on the profile.
+    problems += _in_profile(profile, qos.check_profile_for(profile, [job for job in jobs if job is not None]))
+    return jobs, problems
 
 
 # ---- validate ---------------------------------------------------------------
@@ -116,7 +175,8 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
         return None, [intent.locate(p) for p in problems]
     job = model.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
     backend = backends.get(job.backend)
-    for check in (names.check, labels.check, container.check):
+    problems += names.check(job, backend.naming)
+    for check in (labels.check, container.check):
         problems += check(job)
     if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
         from .planner import variables as declared_variables
@@ -126,6 +186,10 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
         problems += check(job, profile)
     if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right
         problems += limits.check(job, profile, backend.naming)
+        if profile.node_count is not None or any(p.node_count is not None for p in profile.node_pools.values()):
+            from .planner import capacity  # only where the profile counts nodes, so that Pending is known
+
+            problems += capacity.check(job, profile)
     problems = [intent.locate(p) for p in problems]
     return (None if has_errors(problems) else job), problems
 
@@ -161,14 +225,7 @@ def expand(intents: list[Intent], profile: ClusterProfile, others: list[dict] = 
 
     `others` are the build's other objects: a generated object may not take one's name.
     """
-    jobs, problems = [], check_profile(profile)
-    if has_errors(problems):  # every job's rules read the profile: a broken one checks no job
-        return Expansion([[] for _ in intents], _sorted(problems))
-    for intent in intents:
-        job, found = validate(intent, profile)
-        jobs.append(job)
-        problems += found
-    problems += duplicates(intents)
+    jobs, problems = check_all(intents, profile)
     if not has_errors(problems):
         objects = [render(job, profile) for job in jobs]
         problems += collisions(objects, intents, list(others))

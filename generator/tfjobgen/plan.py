@@ -3,7 +3,7 @@
     JobPlan
       roles: RolePlan per role       replicas, and whether its tasks share one pod template
         tasks: TaskPlan per task     role, index, hostname, address, pod template
-      cluster: the TF cluster spec   every training task's address (not the evaluator's), in task order
+      cluster: the TF cluster spec   every address TF_CONFIG lists (the training tasks; the TFJob operator adds the evaluator)
       config_data                    the job's ConfigMap (cluster spec, endpoint map)
 
 It is plain data: a backend only decides which Kubernetes objects carry these

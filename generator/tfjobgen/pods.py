@@ -7,10 +7,12 @@ controller, which JobSet's child Jobs go through too):
   annotation and label batch.kubernetes.io/job-completion-index, and the env
   var JOB_COMPLETION_INDEX appended to each container; with backoffLimitPerIndex
   also the annotation batch.kubernetes.io/job-index-failure-count (0 on a first pod);
-- env entries resolve in order: `value` with `$(VAR)` expanded from earlier
-  entries (`$$` escapes, unknown references stay as written), `configMapKeyRef`
-  from the rendered ConfigMaps, `fieldRef` from the pod's metadata (an absent
-  label or annotation gives "", as the kubelet's downward API does);
+- env entries resolve in order (`resolve_env`, the one kubelet-style expander: decode
+  uses it on the pods it predicts, the cluster tier on the pods a real controller
+  created): `value` with `$(VAR)` expanded from earlier entries (`$$` escapes, unknown
+  references stay as written), `configMapKeyRef` from the ConfigMaps given, `fieldRef`
+  from the pod (an absent label or annotation gives "", as the kubelet's downward API
+  does; spec and status fields only once the pod has them);
 - command and args get the same `$(VAR)` expansion.
 
 `tfjobgen run-local` starts these pods as processes; the scheduler simulation
@@ -41,6 +43,9 @@ class Pod:
     env: dict[str, str] = field(default_factory=dict)  # the training container's resolved env
     unresolved: list[str] = field(default_factory=list)  # env it could not resolve (secrets)
     index: int = 0  # the task's index within its role
+    # The Job controller names its pods by generateName (`<job>-<index>-` on an Indexed Job, `<job>-`
+    # otherwise) and the API server adds 5 random characters; "" when the pod is named `hostname`.
+    generate_name: str = ""
 
     @property
     def role(self) -> str:
@@ -66,7 +71,28 @@ def expand_references(text: str, known: dict[str, str]) -> str:
     return _REFERENCE.sub(replace, text)
 
 
-def _resolve_env(container: dict, meta: dict, config_maps: dict, namespace: str) -> tuple[dict, list[str]]:
+# The downward API's fields the kubelet resolves besides labels and annotations (pkg/kubelet podFieldSelectorRuntimeValue).
+_POD_FIELDS = {"metadata.name": ("metadata", "name"), "metadata.namespace": ("metadata", "namespace"),
+               "metadata.uid": ("metadata", "uid"), "spec.nodeName": ("spec", "nodeName"),
+               "spec.serviceAccountName": ("spec", "serviceAccountName"), "status.hostIP": ("status", "hostIP"),
+               "status.podIP": ("status", "podIP")}
+
+
+def _field(pod: dict, path: str) -> str | None:
+    match = _FIELD.match(path)
+    if match:
+        return (pod.get("metadata", {}).get(match.group(1)) or {}).get(match.group(2), "")
+    part, key = _POD_FIELDS.get(path, ("", ""))
+    return (pod.get(part) or {}).get(key) if part else None
+
+
+def resolve_env(container: dict, pod: dict, config_maps: dict) -> tuple[dict[str, str], list[str]]:
+    """A container's environment as the kubelet gives it: (name -> value, names it could not resolve).
+
+    `pod` is a pod object (metadata with namespace, spec, status as far as known); `config_maps`
+    maps (namespace, name) to a ConfigMap's data. Secrets and resource fields are never resolved.
+    """
+    namespace = pod.get("metadata", {}).get("namespace", "")
     known: dict[str, str] = {}
     missing = []
     for entry in container.get("env", []):
@@ -81,10 +107,7 @@ def _resolve_env(container: dict, meta: dict, config_maps: dict, namespace: str)
             else:
                 missing.append(name)
         elif "fieldRef" in source:
-            path = source["fieldRef"]["fieldPath"]
-            match = _FIELD.match(path)
-            value = meta.get(match.group(1), {}).get(match.group(2), "") if match else \
-                {"metadata.name": meta.get("name"), "metadata.namespace": namespace}.get(path)
+            value = _field(pod, source["fieldRef"]["fieldPath"])
             if value is None:
                 missing.append(name)
             else:
@@ -96,7 +119,8 @@ def _resolve_env(container: dict, meta: dict, config_maps: dict, namespace: str)
 
 def make_pod(owner: str, namespace: str, template: dict, config_maps: dict, *, index: int,
              hostname: str, subdomain: str = "", extra_labels: dict | None = None,
-             extra_annotations: dict | None = None, extra_env: list[dict] | None = None) -> Pod:
+             extra_annotations: dict | None = None, extra_env: list[dict] | None = None,
+             generate_name: str = "") -> Pod:
     """The pod a controller creates from `template`: its metadata as the controller adds it, env resolved."""
     template = copy.deepcopy(template)
     meta = {"labels": {**template.get("metadata", {}).get("labels", {}), **(extra_labels or {})},
@@ -110,8 +134,9 @@ def make_pod(owner: str, namespace: str, template: dict, config_maps: dict, *, i
         container.setdefault("env", []).extend(copy.deepcopy(extra_env or []))
     unresolved: list[str] = []
     env: dict[str, str] = {}
+    pod = {"metadata": {**meta, "namespace": namespace}, "spec": spec}
     for position, container in enumerate(spec.get("containers", [])):
-        resolved, missing = _resolve_env(container, meta, config_maps, namespace)
+        resolved, missing = resolve_env(container, pod, config_maps)
         container["env"] = [{"name": k, "value": v} for k, v in resolved.items()]
         for key in ("command", "args"):
             if key in container:
@@ -119,7 +144,7 @@ def make_pod(owner: str, namespace: str, template: dict, config_maps: dict, *, i
         if position == 0:
             env, unresolved = resolved, missing
     return Pod(owner, namespace, spec["hostname"], spec.get("subdomain", ""), meta["labels"], meta["annotations"],
-               spec, env, unresolved, index)
+               spec, env, unresolved, index, generate_name)
 
 
 def job_pods(job: dict, config_maps: dict, extra_labels: dict | None = None,
@@ -127,11 +152,13 @@ def job_pods(job: dict, config_maps: dict, extra_labels: dict | None = None,
     """The pods the Job controller creates for one batch/v1 Job (Indexed: one per completion index)."""
     name, namespace = job["metadata"]["name"], job["metadata"].get("namespace", "")
     template, spec = job["spec"]["template"], job["spec"]
-    common_labels = {"batch.kubernetes.io/job-name": name, **(extra_labels or {})}
+    # Both names of the job label: Kubernetes 1.34 still sets the legacy one beside the prefixed one.
+    common_labels = {"batch.kubernetes.io/job-name": name, "job-name": name, **(extra_labels or {})}
     if spec.get("completionMode") != "Indexed":
         task_labels = template.get("metadata", {}).get("labels", {})
         return [make_pod(name, namespace, template, config_maps, index=int(task_labels.get(labels.INDEX, 0)),
-                         hostname=name, extra_labels=common_labels, extra_annotations=extra_annotations)]
+                         hostname=name, extra_labels=common_labels, extra_annotations=extra_annotations,
+                         generate_name=f"{name}-")]
     pods = []
     for i in range(spec.get("completions", 1)):
         index = {labels.JOB_COMPLETION_INDEX: str(i)}
@@ -139,5 +166,6 @@ def job_pods(job: dict, config_maps: dict, extra_labels: dict | None = None,
         pods.append(make_pod(name, namespace, template, config_maps, index=i, hostname=f"{name}-{i}",
                              extra_labels={**common_labels, **index},
                              extra_annotations={**(extra_annotations or {}), **index, **failures},
-                             extra_env=[{"name": "JOB_COMPLETION_INDEX", "value": str(i)}]))
+                             extra_env=[{"name": "JOB_COMPLETION_INDEX", "value": str(i)}],
+                             generate_name=f"{name}-{i}-"))
     return pods

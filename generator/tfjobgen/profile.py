@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from . import quantity, schema, source
+from . import labels, quantity, schema, source
 from .model import API_VERSION
 from .problems import Problem
 
@@ -45,7 +45,7 @@ class NodePool:
 @dataclass(frozen=True)
 class Gpu:
     resource: str  # the device plugin's extended resource, e.g. nvidia.com/gpu
-    node_pool: str  # the pool of GPU nodes (spec.nodePools)
+    node_pool: str | None  # the pool of GPU nodes (spec.nodePools); None: the resource alone places pods
     per_node: int
 
 
@@ -114,6 +114,12 @@ class ClusterProfile:
         shapes = {"spec.node": self.node}
         shapes.update({f"spec.nodePools.{name}.node": pool.node for name, pool in self.node_pools.items()})
         return shapes
+
+    @property
+    def own_node_shapes(self) -> list[tuple[str, NodeShape]]:
+        """(field, shape) of spec.node and of every pool with a shape of its own (the others share spec.node's):
+        what a rule about node shapes checks, each shape once."""
+        return [(at, shape) for at, shape in self.node_shapes.items() if at == "spec.node" or shape is not self.node]
 
     def node_for(self, pool: str | None) -> NodeShape:
         """Shape of the nodes a role runs on."""
@@ -197,7 +203,8 @@ def check(profile: ClusterProfile) -> list[Problem]:
             known = ", ".join(profile.node_pools) or "none"
             problems.append(Problem(f"no node pool '{pool}' in spec.nodePools (pools: {known})",
                                     f"spec.isolatedPools.{role}"))
-    if profile.gpu is not None and profile.gpu.node_pool not in profile.node_pools:
+    gpu_pool = profile.gpu.node_pool if profile.gpu is not None else None  # None: no pool (the embedded default)
+    if gpu_pool is not None and gpu_pool not in profile.node_pools:
         known = ", ".join(profile.node_pools) or "none"
         problems.append(Problem(f"no node pool '{profile.gpu.node_pool}' in spec.nodePools (pools: {known}): "
                                 "name the pool of GPU nodes", "spec.gpu.nodePool"))
@@ -213,6 +220,58 @@ def check(profile: ClusterProfile) -> list[Problem]:
     if profile.gang.scheduler == "kueue" and not profile.gang.queue:
         problems.append(Problem("kueue admits a job only through a LocalQueue: name it in spec.gang.queue",
                                 "spec.gang.queue"))
+    return problems + _room(profile) + _strings(profile)
+
+
+def _room(profile: ClusterProfile) -> list[Problem]:
+    """Node shapes that leave pods nothing: said once, here, rather than as every role not fitting."""
+    problems = []
+    for at, shape in profile.own_node_shapes:
+        if shape.cpu <= 0:
+            written = shape.cpu + (shape.reserved_cpus or 0)
+            problems.append(Problem(
+                f"the kubelet keeps all {quantity.describe_cpu(written)} CPUs of a node for the system, so pods get "
+                "none: reservedCpus must be less than cpu" if shape.reserved_cpus else
+                "a node with no CPU runs no task: write the nodes' CPUs",
+                f"{at}.reservedCpus" if shape.reserved_cpus else f"{at}.cpu"))
+        if shape.memory <= 0:
+            problems.append(Problem("a node with no memory for pods runs no task: write the nodes' allocatable memory",
+                                    f"{at}.memory"))
+    return problems
+
+
+def _strings(profile: ClusterProfile) -> list[Problem]:
+    """The profile's strings that every job's objects carry, as the API server would judge them there:
+    one bad selector or label would make every job of the cluster fail at sync."""
+    problems = []
+    for name, pool in profile.node_pools.items():
+        problems += labels.check_map(pool.node_selector, "spec", "nodePools", name, "nodeSelector")
+        problems += labels.check_tolerations(pool.tolerations, "spec", "nodePools", name, "tolerations")
+    problems += labels.check_map(profile.cpu_manager_selector, "spec", "cpuManager", "nodeSelector")
+    problems += labels.check_tolerations(profile.cpu_manager_tolerations, "spec", "cpuManager", "tolerations")
+    monitoring = profile.monitoring
+    problems += labels.check_map(monitoring.pod_monitor_labels, "spec", "monitoring", "podMonitorLabels")
+    problems += labels.check_map(monitoring.rule_labels, "spec", "monitoring", "ruleLabels")
+    dashboard_label = labels.key_problem(monitoring.dashboard_label, "spec.monitoring.dashboards.label")
+    problems += [dashboard_label] if dashboard_label else []
+    gang = profile.gang
+    wrong = labels.dns_subdomain_problem(gang.scheduler_name)
+    if wrong:  # pods' spec.schedulerName (ValidatePodSpec: a DNS-1123 subdomain)
+        problems.append(Problem(f"'{gang.scheduler_name}' is not valid: a pod's schedulerName is a DNS subdomain "
+                                f"({wrong})", "spec.gang.schedulerName"))
+    if gang.scheduler in ("kueue", "volcano") and gang.queue:
+        # Kueue: the value of the label kueue.x-k8s.io/queue-name, naming a LocalQueue; Volcano: a Queue's name.
+        as_label = labels.value_problem(gang.queue, "spec.gang.queue") if gang.scheduler == "kueue" else None
+        wrong = labels.dns_subdomain_problem(gang.queue)
+        if as_label:
+            problems.append(as_label)
+        elif wrong:
+            what = "a LocalQueue" if gang.scheduler == "kueue" else "a Volcano Queue"
+            problems.append(Problem(f"'{gang.queue}' is not valid: {what} is named by a DNS subdomain ({wrong})",
+                                    "spec.gang.queue"))
+    if profile.gpu is not None and "/" not in profile.gpu.resource:
+        problems.append(Problem(f"'{profile.gpu.resource}' is not an extended resource name: Kubernetes wants one "
+                                "with a domain prefix, such as nvidia.com/gpu", "spec.gpu.resource"))
     return problems
 
 
@@ -220,5 +279,12 @@ DEFAULT_DOCUMENT = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name"
 
 
 def default_profile() -> ClusterProfile:
-    """The embedded default: 80-core / 256 GiB nodes, no pools, cluster.local, port 2222."""
-    return replace(cluster_profile(DEFAULT_DOCUMENT), embedded=True)
+    """The embedded default: 80-core / 256 GiB nodes, no pools, cluster.local, port 2222.
+
+    It knows no cluster, so it refuses nothing a cluster would place: a GPU task asks for the
+    schema's default device (nvidia.com/gpu) with no node pool, and the scheduler sends it to a
+    node whose device plugin advertises one, as it does any pod requesting an extended resource.
+    """
+    gpu = schema.load(schema.CLUSTER_PROFILE)["properties"]["spec"]["properties"]["gpu"]["properties"]
+    return replace(cluster_profile(DEFAULT_DOCUMENT), embedded=True,
+                   gpu=Gpu(gpu["resource"]["default"], None, gpu["perNode"]["default"]))

@@ -115,25 +115,28 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
 
 
 def check_profile(profile: ClusterProfile) -> list[Problem]:
-    """Where cpuset pods go, and what CPUs they can get there."""
+    """A CPU reservation the kubelet refuses with the static policy, whatever the jobs."""
+    if not profile.cpu_manager_selector:
+        return []
+    return [Problem("the kubelet refuses the static CPU manager policy without a CPU reservation (kube-reserved + "
+                    "system-reserved, or --reserved-cpus): at least 1 on CPU-manager nodes", f"{at}.reservedCpus")
+            for at, shape in profile.own_node_shapes if shape.reserved_cpus == 0]
+
+
+def check_profile_for(profile: ClusterProfile, jobs: list[TrainingJob]) -> list[Problem]:
+    """Where cpuset pods go, and what CPUs they can get there: warnings that matter only to a build with
+    qos cpuset jobs (said once per build, by pipeline.check_all)."""
+    if not any(job.qos == "cpuset" for job in jobs):
+        return []
     if not profile.cpu_manager_selector:
         return [Problem(
-            f"profile '{profile.name}' names no CPU-manager nodes, so qos cpuset pods (the default) may land on "
-            "any node, where a kubelet without the static CPU manager policy gives them shared cores; set "
-            "cpuManager.nodeSelector (when every node runs the static policy, a label they all carry, such as "
-            "kubernetes.io/os: linux)", "spec.cpuManager.nodeSelector", severity=WARNING)]
-    problems = []
-    for at, shape in profile.node_shapes.items():
-        if at != "spec.node" and shape is profile.node:
-            continue  # a pool without a shape of its own: spec.node's, checked once
-        if shape.reserved_cpus is None:
-            problems.append(Problem(
-                f"{at}.cpu ({describe_cpu(shape.cpu)}) is taken as what pods get, but the static CPU manager needs "
-                "the kubelet to reserve at least one CPU for the system, so cpuset pods get at most "
-                f"{describe_cpu(shape.cpu - 1)}: set {at}.reservedCpus to the kubelet's reservation",
-                f"{at}.reservedCpus", severity=WARNING))
-        elif shape.reserved_cpus == 0:
-            problems.append(Problem(
-                "the kubelet refuses the static CPU manager policy without a CPU reservation (kube-reserved + "
-                "system-reserved, or --reserved-cpus): at least 1 on CPU-manager nodes", f"{at}.reservedCpus"))
-    return problems
+            f"profile '{profile.name}' names no CPU-manager nodes, so qos cpuset pods may land on nodes without "
+            "the static CPU manager policy and share cores: set cpuManager.nodeSelector (kubernetes.io/os: linux "
+            "when every node runs it)", "spec.cpuManager.nodeSelector", severity=WARNING)]
+    return [Problem(
+        f"{at}.cpu ({describe_cpu(shape.cpu)}) is taken as what pods get, but the static CPU manager needs "
+        "the kubelet to reserve at least one CPU for the system, so cpuset pods get at most "
+        f"{describe_cpu(shape.cpu - 1)}: set {at}.reservedCpus to the kubelet's reservation",
+        f"{at}.reservedCpus", severity=WARNING)
+        for at, shape in profile.own_node_shapes if shape.reserved_cpus is None]
+

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
 import os
 import re
 from typing import Any
@@ -55,19 +56,44 @@ def _validator(name: str):
 def check(document: Any, name: str) -> list[Problem]:
     """Every schema violation in `document`, one Problem per field, in document order."""
     root = load(name)
-    if _valid(document, root, root) is True:
+    not_finite = _not_finite(document, root)
+    if not not_finite and _valid(document, root, root) is True:
         return []
-    problems: dict[str, Problem] = {}
+    problems: dict[str, Problem] = {p.field: p for p in not_finite}  # one problem per field: this one
     suggested: set[str] = set()  # fields a "did you mean" already points at
     for error in _validator(name).iter_errors(document):
         for leaf in _leaves(error):
             problem, suggestion = _explain(leaf, load(name))
-            problems.setdefault(problem.field + problem.message, problem)
+            if problem.field not in problems:
+                problems.setdefault(problem.field + problem.message, problem)
             if suggestion:
                 suggested.add(suggestion)
     # `replica: 2` is one mistake: "did you mean 'replicas'" says it; "missing 'replicas'" would repeat it.
     kept = [p for p in problems.values() if not (p.message.startswith("missing required") and p.field in suggested)]
     return sorted(kept, key=lambda p: p.field)
+
+
+def _not_finite(document: Any, root: dict) -> list[Problem]:
+    """YAML's .nan and .inf, which no JSON Schema keyword refuses (NaN compares false with every bound)
+    and Kubernetes cannot hold (JSON has neither): one problem per such value, with the field's hint."""
+    found, stack = [], [(document, (), root)]
+    while stack:
+        value, path, subschema = stack.pop()
+        subschema = _resolve(subschema, root) if isinstance(subschema, dict) else {}
+        if isinstance(value, float) and not math.isfinite(value):
+            hint = subschema.get("x-hint")
+            shown = ".nan" if math.isnan(value) else ".inf" if value > 0 else "-.inf"
+            found.append(Problem(f"{shown} is not a number Kubernetes can hold (JSON has no NaN or infinity): "
+                                 + (f"expected {hint}" if hint else "write a finite number"), field_path(*path)))
+        elif isinstance(value, (dict, list)):
+            if isinstance(value, dict):
+                known, extra = subschema.get("properties", {}), subschema.get("additionalProperties")
+                stack += [(v, path + (k,), known.get(k, extra if isinstance(extra, dict) else {}))
+                          for k, v in value.items()]
+            else:
+                items = subschema.get("items")
+                stack += [(v, path + (i,), items if isinstance(items, dict) else {}) for i, v in enumerate(value)]
+    return sorted(found, key=lambda p: p.field)
 
 
 # ---- the yes/no fast path -----------------------------------------------------------------

@@ -77,7 +77,7 @@ def pools(job: TrainingJob, profile: ClusterProfile) -> dict[str, str]:
     """role -> node pool name: the job's own choice, else the profile's GPU pool for roles that ask
     for GPUs, else (isolated jobs) the profile's default."""
     chosen = dict(job.topology.node_pools)
-    if profile.gpu is not None:
+    if profile.gpu is not None and profile.gpu.node_pool is not None:
         for role in job.gpu_roles:
             chosen.setdefault(role, profile.gpu.node_pool)
     if job.topology.mode == "isolated":
@@ -211,13 +211,14 @@ def _check_gpu(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
                         f"spec.roles.{role}.gpu") for role in job.gpu_roles]
     problems, gpu_pool = [], profile.gpu.node_pool
     for role in job.gpu_roles:
-        pool = job.topology.node_pools.get(role)
-        if pool is not None and pool != gpu_pool and pool in profile.node_pools:  # unknown pools: _check_pools
+        pool = job.topology.node_pools.get(role)  # an unknown pool is _check_pools' to report
+        if gpu_pool is not None and pool is not None and pool != gpu_pool and pool in profile.node_pools:
             problems.append(Problem(f"the {role} tasks ask for GPUs, which only pool '{gpu_pool}' has "
                                     f"(profile spec.gpu.nodePool): name '{gpu_pool}' or remove the entry",
                                     f"spec.topology.nodePools.{role}"))
         if job.roles[role].gpu > profile.gpu.per_node:
-            problems.append(Problem(f"{job.roles[role].gpu} GPUs per task, but a node of pool '{gpu_pool}' has "
+            node = f"a node of pool '{gpu_pool}'" if gpu_pool else f"a node of profile '{profile.name}'"
+            problems.append(Problem(f"{job.roles[role].gpu} GPUs per task, but {node} has "
                                     f"{profile.gpu.per_node} (profile spec.gpu.perNode)", f"spec.roles.{role}.gpu"))
     chosen = pools(job, profile)
     if job.topology.mode == "colocated" and chosen.get("ps") != chosen.get("worker") and not problems:

@@ -11,9 +11,10 @@ Kubernetes expands `$(VAR)` from earlier entries, so each pod still sees a
 complete TF_CONFIG while a 200-worker job's manifests stay O(tasks), not
 O(tasks^2): the seed's Jinja output repeated the whole host list in every task.
 
-TF_CONFIG follows TensorFlow's rules (TFConfigClusterResolver, and Kubeflow's TFJob
-alike): `cluster` lists the training tasks only; the evaluator reads checkpoints, is
-not part of it, and finds itself as task `evaluator:0`.
+TF_CONFIG follows TensorFlow's rules (TFConfigClusterResolver): `cluster` lists the
+training tasks only; the evaluator reads checkpoints, is not part of it, and finds
+itself as task `evaluator:0`. (Kubeflow's TFJob operator writes TF_CONFIG itself and
+lists the evaluator in `cluster` too; TensorFlow accepts that as well.)
 """
 
 from __future__ import annotations
@@ -46,11 +47,14 @@ _STAR_RATIO_BAND = (5, 15)
 
 
 def cluster_spec(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> dict[str, tuple[str, ...]]:
-    """TF's cluster spec: every training role present (not the evaluator), each task's host:port
-    as the backend names it."""
+    """TF's cluster spec as the pods' TF_CONFIG lists it: every training role present, each task's
+    host:port as the backend names it; the evaluator only where the backend's controller lists it
+    (the TFJob operator), so that the ConfigMap, the size limits and StarServer's endpoint map hold
+    every address TF_CONFIG has."""
+    listed = contract.TRAINING_ROLES + (("evaluator",) if naming.evaluator_in_cluster else ())
     return {
         role: tuple(naming.address(job, profile, role, i) for i in range(spec.replicas))
-        for role, spec in job.roles.items() if role in contract.TRAINING_ROLES
+        for role, spec in job.roles.items() if role in listed
     }
 
 
@@ -222,8 +226,10 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
 
 
 def check_profile(profile: ClusterProfile) -> list[Problem]:
-    """The profile's ports: every task listens on all of them."""
-    ports = {"grpc": profile.grpc_port, "seastar": profile.seastar_port, "control": profile.control_port}
+    """The profile's ports: every task listens on all of them (metrics too: the runtime serves it, and a
+    program of your own is told to)."""
+    ports = {"grpc": profile.grpc_port, "seastar": profile.seastar_port, "control": profile.control_port,
+             "metrics": profile.metrics_port}
     seen: dict[int, str] = {}
     problems = []
     for name, port in ports.items():

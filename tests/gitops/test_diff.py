@@ -181,6 +181,18 @@ def test_the_report_folds_in_the_plan_of_each_added_or_changed_job(repo):
     assert "wide-deep" not in folded  # unchanged jobs get no plan
 
 
+def test_the_plan_of_a_patched_job_is_the_plan_of_the_job_the_cluster_gets(repo):
+    """prod-96c patches wide-deep to 48 workers: its plan says 48, as the table above it does."""
+    edit(repo / "jobs" / "wide-deep.yaml", "ps: {replicas: 4,", "ps: {replicas: 5,")
+    proc = tfjobgen(repo, "diff", "main")
+    assert proc.returncode == 0, proc.stderr
+    for cluster, workers in (("prod-96c", 48), ("seed-80c", 32)):
+        assert f"{workers} x 4 CPU/8Gi" in " ".join(row(proc.stdout, cluster, "ml-training/wide-deep"))
+        folded = section(proc.stdout, cluster)
+        plan = folded[folded.index("#### Plan for `ml-training/wide-deep`"):]
+        assert f"| worker | {workers} |" in plan, (cluster, plan)
+
+
 # ---- building only what a change can affect --------------------------------------------------------
 
 def _affected(repo, tmp_path):

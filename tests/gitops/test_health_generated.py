@@ -1,11 +1,10 @@
 """Argo CD's view of the JobSet and TFJob tfjobgen generates: the health scripts of argocd/argocd-cm-patch.yaml
-run (in the real Lua of test_health_lua.py) on the generated objects, with the status each controller writes.
+run (in the real Lua of test_health_lua.py) on the generated objects, with the statuses the real controllers wrote.
 
-The statuses follow the controllers' own types: JobSet (api/jobset/v1alpha2: conditions Completed,
-Failed, Suspended; terminalState; replicatedJobsStatus per replicatedJob) and the TFJob operator
-(kubeflow.org/v1 JobStatus: conditions Created, Running, Restarting, Succeeded, Failed;
-replicaStatuses per replica type). Kueue holds a job it has not admitted by setting spec.suspend
-(on the JobSet, on the TFJob's runPolicy): Argo CD must show it Suspended, not Progressing.
+The statuses are recorded from JobSet v0.10.1 and the training-operator v1.9.4 on a local cluster, at
+each point of a job's life (tests/gitops/statuses/; tests/cluster/test_lifecycle_real.py checks they
+still hold and records them anew with UPDATE_STATUSES=1). Kueue holds a job it has not admitted by
+setting spec.suspend (on the JobSet, on the TFJob's runPolicy): Argo CD must show it Suspended.
 """
 
 from __future__ import annotations
@@ -13,10 +12,13 @@ from __future__ import annotations
 import copy
 import json
 
+import yaml
 from test_health_lua import JOBSET, TFJOB, health
 
-from conftest import JOBS
+from conftest import JOBS, REPO
 from tfjobgen import pipeline, source
+
+STATUSES = REPO / "tests" / "gitops" / "statuses"
 
 
 def generated(kind: str) -> dict:
@@ -30,69 +32,60 @@ def generated(kind: str) -> dict:
     return copy.deepcopy(obj)
 
 
-def condition(kind: str, reason: str, message: str, status: str = "True") -> dict:
-    return {"lastTransitionTime": "2026-11-23T10:00:00Z", "message": message, "reason": reason, "status": status,
-            "type": kind}
+def recorded(kind: str, state: str, suspend: bool = False) -> dict:
+    """The generated object with the status its controller wrote at that point (spec.suspend as Kueue sets it)."""
+    obj = generated(kind)
+    obj["status"] = yaml.safe_load((STATUSES / f"{kind.lower()}-{state}.yaml").read_text())["status"]
+    if suspend and kind == "JobSet":
+        obj["spec"]["suspend"] = True
+    elif suspend:
+        obj["spec"]["runPolicy"]["suspend"] = True
+    return obj
 
 
-def with_status(obj: dict, status: dict) -> dict:
-    return {**obj, "status": status}
-
-
-def replicated(obj: dict, **counts) -> list[dict]:
-    """replicatedJobsStatus for every replicatedJob of the generated JobSet."""
-    return [{"name": rj["name"], "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0,
-             **counts.get(rj["name"], {})} for rj in obj["spec"]["replicatedJobs"]]
+def test_every_recorded_status_is_one_a_test_reads():
+    states = {"running", "succeeded", "failed", "evicted", "suspended"}
+    assert sorted(p.name for p in STATUSES.glob("*.yaml")) == sorted(
+        f"{kind}-{state}.yaml" for kind in ("jobset", "tfjob") for state in states)
 
 
 def test_generated_jobset_health_through_its_life():
     obj = generated("JobSet")
     assert health(JOBSET, obj)["status"] == "Progressing"  # just created: no status yet
-    running = with_status(obj, {"replicatedJobsStatus": replicated(obj, ps={"active": 1, "ready": 1},
-                                                                     worker={"active": 1}, chief={"active": 1}),
-                                "restarts": 0})
-    assert health(JOBSET, running)["status"] == "Progressing"
-    # successPolicy met (the chief's child Job completed): JobSet deletes the PS and says Completed.
-    done = with_status(obj, {"conditions": [condition("Completed", "AllJobsCompleted", "jobset completed successfully")],
-                             "terminalState": "Completed",
-                             "replicatedJobsStatus": replicated(obj, chief={"succeeded": 1})})
-    assert health(JOBSET, done)["status"] == "Healthy"
-    # failurePolicy FailJobSet on a permanent exit code
-    failed = with_status(obj, {"conditions": [condition("Failed", "FailedJobs", "jobset failed due to job failure")],
-                               "terminalState": "Failed", "replicatedJobsStatus": replicated(obj, worker={"failed": 1})})
-    assert health(JOBSET, failed) == {"status": "Degraded", "message": "jobset failed due to job failure"}
+    assert health(JOBSET, recorded("JobSet", "running")) == {
+        "status": "Progressing",
+        "message": "Running; chief: 1 active, 0 succeeded, 0 failed; ps: 1 active, 0 succeeded, 0 failed; "
+                   "worker: 1 active, 0 succeeded, 0 failed"}  # JobSet counts child Jobs, not pods
+    assert health(JOBSET, recorded("JobSet", "evicted"))["status"] == "Progressing", "a new pod: still going"
+    assert health(JOBSET, recorded("JobSet", "succeeded")) == {"status": "Healthy",
+                                                                "message": "jobset completed successfully"}
+    assert health(JOBSET, recorded("JobSet", "failed")) == {
+        "status": "Degraded",
+        "message": "applying FailJobSet failure policy action (first failed job: ctr-jobset-worker-0)"}
 
 
 def test_generated_jobset_held_by_kueue_is_suspended():
-    obj = generated("JobSet")
-    held = {**obj, "spec": {**obj["spec"], "suspend": True},
-            "status": {"conditions": [condition("Suspended", "SuspendedJobs", "jobset is suspended")]}}
-    assert health(JOBSET, held)["status"] == "Suspended"
+    assert health(JOBSET, recorded("JobSet", "suspended", suspend=True)) == {"status": "Suspended",
+                                                                             "message": "jobset is suspended"}
 
 
 def test_generated_tfjob_health_through_its_life():
     obj = generated("TFJob")
     assert sorted(obj["spec"]["tfReplicaSpecs"]) == ["Chief", "PS", "Worker"]
     assert health(TFJOB, obj)["status"] == "Progressing"
-    created = condition("Created", "TFJobCreated", "TFJob ctr-jobset is created.")
-    running = with_status(obj, {"conditions": [created, condition("Running", "TFJobRunning",
-                                                                  "TFJob ml-training/ctr-jobset is running.")],
-                                "replicaStatuses": {"Chief": {"active": 1}, "PS": {"active": 2}, "Worker": {"active": 6}}})
-    assert health(TFJOB, running)["status"] == "Progressing"
-    restarting = with_status(obj, {"conditions": [created, condition("Restarting", "TFJobRestarting",
-                                                                     "TFJob ctr-jobset is restarting because 1 Worker replica(s) failed.")]})
-    assert health(TFJOB, restarting)["status"] == "Progressing", "an exit of 128+ gives a new pod: still going"
-    done = with_status(obj, {"conditions": [created, condition("Running", "TFJobRunning", "", "False"),
-                                            condition("Succeeded", "TFJobSucceeded", "TFJob ctr-jobset successfully completed.")],
-                             "replicaStatuses": {"Chief": {"succeeded": 1}, "PS": {}, "Worker": {"succeeded": 6}}})
-    assert health(TFJOB, done)["status"] == "Healthy"
-    failed = with_status(obj, {"conditions": [created, condition("Failed", "TFJobFailed",
-                                                                 "TFJob ctr-jobset has failed because 1 PS replica(s) failed.")]})
-    assert health(TFJOB, failed) == {"status": "Degraded",
-                                     "message": "TFJob ctr-jobset has failed because 1 PS replica(s) failed."}
+    assert health(TFJOB, recorded("TFJob", "running")) == {
+        "status": "Progressing",
+        "message": "TFJob ml-training/ctr-jobset is running. Chief: 1 active, 0 succeeded, 0 failed; "
+                   "PS: 2 active, 0 succeeded, 0 failed; Worker: 6 active, 0 succeeded, 0 failed;"}
+    assert health(TFJOB, recorded("TFJob", "succeeded")) == {
+        "status": "Healthy", "message": "TFJob ml-training/ctr-jobset successfully completed."}
+    assert health(TFJOB, recorded("TFJob", "failed")) == {
+        "status": "Degraded", "message": 'job "ctr-jobset" is failing because "Worker" replica(s) failed.'}
+    # An eviction fails a TFJob (the operator counts the deleted pod as failed): Degraded, not Progressing.
+    assert health(TFJOB, recorded("TFJob", "evicted")) == {
+        "status": "Degraded", "message": "TFJob ml-training/ctr-jobset has failed because 1 Worker replica(s) failed."}
 
 
 def test_generated_tfjob_held_by_kueue_is_suspended():
-    obj = generated("TFJob")
-    held = {**obj, "spec": {**obj["spec"], "runPolicy": {**obj["spec"]["runPolicy"], "suspend": True}}}
-    assert health(TFJOB, held)["status"] == "Suspended"
+    assert health(TFJOB, recorded("TFJob", "suspended", suspend=True)) == {"status": "Suspended",
+                                                                           "message": "TFJob ctr-jobset is suspended."}

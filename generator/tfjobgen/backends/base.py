@@ -43,6 +43,12 @@ class DecodedJob:
     # True when a task failing for good stops every task of the job (JobSet's FailJobSet, the TFJob
     # operator); False: only the tasks of the same object (native: the other roles' Jobs go on).
     fails_as_one: bool = False
+    # Why its tasks could not be read ("": they were): objects edited by hand need not be what we render.
+    unreadable: str = ""
+    # Tasks (role:index) whose exit 0 completes the whole job, upon which its controller deletes every
+    # task still running (JobSet's successPolicy, the TFJob operator's cleanPodPolicy); () when each
+    # object completes on its own (native: a Job completes when all of its tasks have).
+    completed_by: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
+from typing import Callable
 
 from .. import container, contract, gang, labels, names
+from ..lifecycle import Lifecycle
 from ..plan import JobPlan
 from ..problems import Problem
 
@@ -134,10 +137,37 @@ def jobs_carried_by(objects: list[dict], api_version: str, kind: str):
             yield namespace, name, members, carriers
 
 
+def decode_each(objects: list[dict], api_version: str, kind: str, backend: str,
+                decode_one: Callable[[str, str, list[dict], list[dict], dict], "DecodedJob"]) -> list:  # noqa: F821
+    """decode_one(namespace, name, members, carriers, config maps) for every job carried by objects of this
+    kind; a job whose objects are not what the backend renders (edited by hand, cut short) comes back
+    without tasks and says why, rather than stopping every other job's reading with a traceback."""
+    from .base import DecodedJob
+
+    maps = config_maps(objects)
+    found = []
+    for namespace, name, members, carriers in jobs_carried_by(objects, api_version, kind):
+        try:
+            found.append(decode_one(namespace, name, members, carriers, maps))
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError) as err:
+            if os.environ.get(contract.DEBUG_ENV):
+                raise
+            why = f"no '{err.args[0]}'" if isinstance(err, KeyError) else str(err)
+            found.append(DecodedJob(namespace, name, backend, members, [], Lifecycle(0, (), None),
+                                    unreadable=f"its {kind} is not what tfjobgen renders ({why}): its tasks "
+                                               "are not described"))
+    return found
+
+
 def config_maps(objects: list[dict]) -> dict[tuple[str, str], dict]:
     """(namespace, name) -> data, for every ConfigMap among objects (the kubelet reads env from them)."""
-    return {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o.get("data", {})
-            for o in objects if o.get("kind") == "ConfigMap" and o.get("apiVersion") == "v1"}
+    found = {}
+    for obj in objects:
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        if obj.get("kind") == "ConfigMap" and obj.get("apiVersion") == "v1" and isinstance(meta.get("name"), str):
+            found[(meta.get("namespace", ""), meta["name"])] = obj.get("data") if isinstance(obj.get("data"), dict) \
+                else {}
+    return found
 
 
 def cluster_config(objects: list[dict]) -> dict[str, str]:

@@ -11,8 +11,10 @@ CRD in shared/crds is what the tests validate against):
   jobset-name label; `publishNotReadyAddresses` as set here). We do not emit ours:
   two Services of one name cannot exist, and JobSet's serves the same names;
 - JobSet adds its labels and annotations (jobset-name, replicatedjob-name,
-  replicatedjob-replicas, job-index, job-global-index, job-key, restart-attempt)
-  to the child Jobs and their pods; `decode` adds them the same way.
+  replicatedjob-replicas, job-index, job-global-index, job-key, restart-attempt, and
+  since v0.9 global-replicas, group-name, group-replicas, job-group-index, jobset-uid)
+  to the child Jobs and their pods; `decode` adds them the same way, all but the uid,
+  which only the cluster knows (held to JobSet v0.10.1 on a local cluster).
 
 The child Jobs carry the lifecycle's batch/v1 fields unchanged (per-task budget,
 podFailurePolicy, podReplacementPolicy), so a task fails, retries and fails for good
@@ -61,6 +63,12 @@ JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 JOB_GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
 JOB_KEY = "jobset.sigs.k8s.io/job-key"  # a SHA-1 of "<namespace>/<child Job>", 40 hex digits
 RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+# Since v0.9: replicatedJobs may be grouped (replicatedJobs[].groupName, "default" when unset).
+GLOBAL_REPLICAS = "jobset.sigs.k8s.io/global-replicas"  # child Jobs of the whole JobSet
+GROUP_NAME = "jobset.sigs.k8s.io/group-name"
+GROUP_REPLICAS = "jobset.sigs.k8s.io/group-replicas"  # child Jobs of the group
+JOB_GROUP_INDEX = "jobset.sigs.k8s.io/job-group-index"  # the child Job's index within its group
+DEFAULT_GROUP = "default"
 # batch/v1's reason on a Job failed by a podFailurePolicy FailJob rule: a permanent exit code.
 POD_FAILURE_POLICY_REASON = "PodFailurePolicy"
 
@@ -90,13 +98,7 @@ def leader(job: TrainingJob) -> str:
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     problems = common.one_template_per_role(job, profile, "a JobSet (a replicatedJob of one Indexed Job per role)")
-    longest = max((hostname(job, role, spec.replicas - 1) for role, spec in job.roles.items()), key=len)
-    if len(longest) > names.DNS_LABEL_MAX:
-        room = names.DNS_LABEL_MAX - (len(longest) - len(job.name))
-        problems.append(Problem(
-            f"JobSet names a pod's host '{longest}', {len(longest)} characters; Kubernetes allows "
-            f"{names.DNS_LABEL_MAX}: shorten the name to at most {room} characters", "metadata.name"))
-    return problems + gang.check(job, profile, NAME)
+    return problems + gang.check(job, profile, NAME)  # the length of its pods' hosts: names.check
 
 
 def _replicated_job(plan: JobPlan, role: RolePlan) -> dict:
@@ -145,14 +147,23 @@ def _child_jobs(jobset: dict) -> list[tuple[dict, dict]]:
     name, namespace = meta["name"], meta.get("namespace", "")
     network = spec.get("network") or {}
     subdomain = network.get("subdomain") or name
-    found, global_index = [], 0
-    for replicated in spec.get("replicatedJobs", []):
+    replicated_jobs = spec.get("replicatedJobs", [])
+    group_of = {rj["name"]: rj.get("groupName") or DEFAULT_GROUP for rj in replicated_jobs}
+    group_sizes: dict[str, int] = {}
+    for rj in replicated_jobs:
+        group_sizes[group_of[rj["name"]]] = group_sizes.get(group_of[rj["name"]], 0) + rj.get("replicas", 1)
+    found, global_index, group_index = [], 0, dict.fromkeys(group_sizes, 0)
+    for replicated in replicated_jobs:
+        group = group_of[replicated["name"]]
         for index in range(replicated.get("replicas", 1)):
             job_name = f"{name}-{replicated['name']}-{index}"
             marks = {JOBSET_NAME: name, REPLICATED_JOB_NAME: replicated["name"],
                      REPLICATED_JOB_REPLICAS: str(replicated.get("replicas", 1)), JOB_INDEX: str(index),
                      JOB_GLOBAL_INDEX: str(global_index), RESTART_ATTEMPT: "0",
+                     GLOBAL_REPLICAS: str(sum(group_sizes.values())), GROUP_NAME: group,
+                     GROUP_REPLICAS: str(group_sizes[group]), JOB_GROUP_INDEX: str(group_index[group]),
                      JOB_KEY: hashlib.sha1(f"{namespace}/{job_name}".encode()).hexdigest()}  # noqa: S324 - a name
+            group_index[group] += 1
             template = replicated["template"]
             pod_template = template["spec"]["template"]
             if network.get("enableDNSHostnames"):
@@ -168,16 +179,27 @@ def _child_jobs(jobset: dict) -> list[tuple[dict, dict]]:
 
 def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job run by a JobSet among `objects`, each task as JobSet's child Job creates its pod."""
-    config_maps = common.config_maps(objects)
-    found = []
-    for namespace, name, members, jobsets in common.jobs_carried_by(objects, API_VERSION, KIND):
-        children = _child_jobs(jobsets[0])
-        task_pods = sorted((p for child, marks in children
-                            for p in pods.job_pods(child, config_maps, marks, marks)), key=common.task_order)
-        found.append(DecodedJob(namespace, name, NAME, members, task_pods,
-                                lifecycle.from_batch_job_spec(children[0][0]["spec"]),
-                                common.cluster_config(members), [_service(jobsets[0])], fails_as_one=True))
-    return found
+    return common.decode_each(objects, API_VERSION, KIND, NAME, _decode_one)
+
+
+def _decode_one(namespace: str, name: str, members: list[dict], jobsets: list[dict], config_maps: dict) -> DecodedJob:
+    children = _child_jobs(jobsets[0])
+    task_pods = sorted((p for child, marks in children for p in pods.job_pods(child, config_maps, marks, marks)),
+                       key=common.task_order)
+    return DecodedJob(namespace, name, NAME, members, task_pods, lifecycle.from_batch_job_spec(children[0][0]["spec"]),
+                      common.cluster_config(members), [_service(jobsets[0])], fails_as_one=True,
+                      completed_by=_completed_by(jobsets[0], task_pods))
+
+
+def _completed_by(jobset: dict, task_pods: list[pods.Pod]) -> tuple[str, ...]:
+    """successPolicy All: every task of the target replicatedJobs (all of them when none is named)
+    must succeed; then JobSet completes and deletes the child Jobs still running. (Any, which no
+    tfjobgen JobSet uses, would complete on the first target Job: not a set of tasks.)"""
+    policy = jobset["spec"].get("successPolicy") or {}
+    if policy.get("operator", "All") != "All":
+        return ()
+    targets = set(policy.get("targetReplicatedJobs") or [rj["name"] for rj in jobset["spec"]["replicatedJobs"]])
+    return tuple(p.task for p in task_pods if p.labels.get(REPLICATED_JOB_NAME) in targets)
 
 
 def _service(jobset: dict) -> dict:

@@ -75,13 +75,13 @@ def encode(plan: JobPlan) -> list[dict]:
 
 def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job run by batch/v1 Jobs among `objects`, each task as the Job controller creates its pod."""
-    config_maps = common.config_maps(objects)
-    found = []
-    for namespace, name, members, jobs in common.jobs_carried_by(objects, "batch/v1", "Job"):
-        task_pods = sorted((p for job in jobs for p in pods.job_pods(job, config_maps)), key=common.task_order)
-        found.append(DecodedJob(namespace, name, NAME, members, task_pods,
-                                lifecycle.from_batch_job_spec(jobs[0]["spec"]), common.cluster_config(members)))
-    return found
+    return common.decode_each(objects, "batch/v1", "Job", NAME, _decode_one)
+
+
+def _decode_one(namespace: str, name: str, members: list[dict], jobs: list[dict], config_maps: dict) -> DecodedJob:
+    task_pods = sorted((p for job in jobs for p in pods.job_pods(job, config_maps)), key=common.task_order)
+    return DecodedJob(namespace, name, NAME, members, task_pods, lifecycle.from_batch_job_spec(jobs[0]["spec"]),
+                      common.cluster_config(members))
 
 
 BACKEND = Backend(NAME, NAMING, check, encode, decode)

@@ -6,11 +6,14 @@ the CRD in shared/crds is what the tests validate against):
 - a pod per task named `<tfjob>-<type>-<i>` (type lower-cased: ps, worker, chief,
   evaluator), labelled training.kubeflow.org/{job-name, replica-type, replica-index,
   operator-name} (and job-role: master on the chief, or on worker 0 when there is none),
-  and one headless Service per pod of the same name;
+  and one headless Service per pod of the same name, selecting by those labels and carrying
+  every named port of the `tensorflow` container;
 - TF_CONFIG, appended to the container named `tensorflow`: Go's json.Marshal of
   {cluster, task{type, index}, environment "cloud"}: compact, cluster keys sorted, each
   host `<tfjob>-<type>-<i>.<namespace>.svc:<port>` where port is the container port
-  named `tfjob-port`; the evaluator is left out of `cluster`. (An operator started with
+  named `tfjob-port`; every replica type is in `cluster`, the evaluator too (genClusterSpec
+  walks every replica spec: seen on v1.9.4; TensorFlow accepts an evaluator in or out of
+  `cluster`, and tfjobgen's runtime forms its servers of the training roles only). (An operator started with
   CUSTOM_CLUSTER_DOMAIN appends that domain; we assume it is not set.) So this backend's
   Naming writes no TF_CONFIG and names every task as the operator does: StarServer's
   endpoint map, keyed by TF_CONFIG's addresses, still matches byte for byte.
@@ -19,9 +22,14 @@ How tasks end (lifecycle.py's meaning, as far as the operator can carry it):
 
 - restartPolicy ExitCode on every replica: the operator's rule is that exit codes 1-127
   are permanent (the job fails at once) and 128-255 retryable (a new pod). The runtime's
-  permanent codes 2, 3, 4 fail the job as on native; a pod killed by a signal (preemption,
-  eviction, out of memory: 137, 143) gets a new pod. Unlike native, exit 1 is permanent too.
-  The operator sets the pods' restartPolicy Never for it, as our templates already have;
+  permanent codes 2, 3, 4 fail the job as on native; a container killed by a signal while
+  its pod stays (out of memory: 137) gets a new pod. Unlike native, exit 1 is permanent too.
+  But a pod taken away by the cluster (eviction, preemption, a drained node) fails the
+  whole TFJob: the operator counts a deleted pod that is still Running as failed, before
+  its container has any exit code (seen on v1.9.4 on a local cluster: "has failed because
+  1 Worker replica(s) failed" within a second of the eviction; kubeflow/trainer#999), so
+  `decode`'s lifecycle says disruptions_fail. The operator sets the pods' restartPolicy
+  Never for ExitCode, as our templates already have;
 - runPolicy.backoffLimit: the per-task budget, job-wide here. The operator counts it from
   container restarts of running pods, which ExitCode's fresh pods do not accrue, so on a
   cluster only activeDeadlineSeconds truly bounds signal-killed retries; `decode` reports
@@ -79,6 +87,7 @@ NAMING = Naming(
     address=address,
     index_source=lambda role: {},  # never asked for: writes_tf_config, so no env reads the index
     writes_tf_config=True,
+    evaluator_in_cluster=True,
     grpc_port_name=PORT_NAME,
 )
 
@@ -91,6 +100,12 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
             f"the TFJob operator (restartPolicy ExitCode) gives a task a new pod on exit codes {RETRYABLE_FROM}-255, "
             f"so {', '.join(map(str, retried))} cannot fail the job at once; every code from 1 to {RETRYABLE_FROM - 1} "
             "does", "spec.failurePolicy.permanentExitCodes", severity=WARNING))
+    if profile.priority_classes.get("ps"):
+        problems.append(Problem(
+            f"the cluster profile '{profile.name}' lets parameter servers preempt workers (spec.priorityClasses), and "
+            "the TFJob operator fails a whole TFJob when one of its pods is preempted or evicted (it counts the "
+            "deleted pod as failed; seen on v1.9.4): backend jobset or native gives that task a new pod instead",
+            "spec.backend", severity=WARNING))
     return problems + gang.check(job, profile, NAME)
 
 
@@ -138,8 +153,6 @@ def tf_config(name: str, namespace: str, replica_specs: dict, role: str, index: 
     cluster = {}
     for replica_type, spec in replica_specs.items():
         kind = replica_type.lower()
-        if kind == "evaluator":
-            continue  # not part of the training cluster
         port = _port(spec["template"])
         cluster[kind] = [f"{name}-{kind}-{i}.{namespace}.svc:{port}" for i in range(spec.get("replicas", 1))]
     config = {"cluster": dict(sorted(cluster.items())), "task": {"type": role, "index": index},
@@ -148,10 +161,12 @@ def tf_config(name: str, namespace: str, replica_specs: dict, role: str, index: 
 
 
 def from_run_policy(replica_specs: dict, policy: dict) -> Lifecycle:
-    """The rules a TFJob carries, in lifecycle.py's terms: ExitCode makes every code below 128 permanent."""
+    """The rules a TFJob carries, in lifecycle.py's terms: ExitCode makes every code below 128 permanent,
+    and the operator fails the job when a pod is taken away (see lifecycle.Lifecycle.disruptions_fail)."""
     exit_code = all(spec.get("restartPolicy") == RESTART_POLICY for spec in replica_specs.values())
     permanent = tuple(range(1, RETRYABLE_FROM)) if exit_code else ()
-    return Lifecycle(policy.get("backoffLimit", 0), permanent, policy.get("activeDeadlineSeconds"))
+    return Lifecycle(policy.get("backoffLimit", 0), permanent, policy.get("activeDeadlineSeconds"),
+                     disruptions_fail=True)
 
 
 def _pods(tfjob: dict, config_maps: dict) -> list[pods.Pod]:
@@ -175,27 +190,40 @@ def _pods(tfjob: dict, config_maps: dict) -> list[pods.Pod]:
 
 def decode(objects: list[dict]) -> list[DecodedJob]:
     """Every job run by a TFJob among `objects`, each task as the operator creates its pod."""
-    config_maps = common.config_maps(objects)
-    found = []
-    for namespace, name, members, tfjobs in common.jobs_carried_by(objects, API_VERSION, KIND):
-        spec = tfjobs[0]["spec"]
-        task_pods = sorted(_pods(tfjobs[0], config_maps), key=common.task_order)
-        found.append(DecodedJob(namespace, name, NAME, members, task_pods,
-                                from_run_policy(spec.get("tfReplicaSpecs", {}), spec.get("runPolicy", {})),
-                                common.cluster_config(members), [_service(pod) for pod in task_pods],
-                                fails_as_one=True))
-    return found
+    return common.decode_each(objects, API_VERSION, KIND, NAME, _decode_one)
+
+
+def _decode_one(namespace: str, name: str, members: list[dict], tfjobs: list[dict], config_maps: dict) -> DecodedJob:
+    spec = tfjobs[0]["spec"]
+    task_pods = sorted(_pods(tfjobs[0], config_maps), key=common.task_order)
+    return DecodedJob(namespace, name, NAME, members, task_pods,
+                      from_run_policy(spec.get("tfReplicaSpecs", {}), spec.get("runPolicy", {})),
+                      common.cluster_config(members), [_service(pod) for pod in task_pods], fails_as_one=True,
+                      completed_by=_completed_by(spec, task_pods))
+
+
+def _completed_by(spec: dict, task_pods: list[pods.Pod]) -> tuple[str, ...]:
+    """The operator's success rule (tfjob_controller.go): the chief (or master) succeeding; without
+    one, worker 0, or every worker under successPolicy AllWorkers. cleanPodPolicy Running then
+    deletes the pods still running."""
+    master = [p.task for p in task_pods if p.labels.get(JOB_ROLE_LABEL) == "master"]
+    if spec.get("successPolicy") == "AllWorkers" and not any(p.role == "chief" for p in task_pods):
+        return tuple(p.task for p in task_pods if p.role == "worker")
+    return tuple(master)
 
 
 def _service(pod: pods.Pod) -> dict:
-    """The headless Service the operator creates for each pod, named like it; it does not publish
-    not-ready addresses (common/service.go), so a name resolves once its pod is Ready."""
-    selector = {k: pod.labels[k] for k in (JOB_NAME_LABEL, REPLICA_TYPE_LABEL, REPLICA_INDEX_LABEL)}
-    port = next(p for p in pod.container["ports"] if p["name"] == PORT_NAME)
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": pod.hostname, "namespace": pod.namespace},
-            "spec": {"clusterIP": "None", "ports": [{"name": PORT_NAME, "port": port["containerPort"],
-                                                     "targetPort": port["containerPort"]}],
-                     "selector": selector}}
+    """The headless Service the operator creates for each pod, named like it (common/service.go): it
+    selects by the operator's labels, operator-name included, and carries every named port of the
+    `tensorflow` container (in Go's map order on a cluster; here by name). It does not publish
+    not-ready addresses, so a name resolves once its pod is Ready."""
+    selector = {k: pod.labels[k] for k in (JOB_NAME_LABEL, OPERATOR_LABEL, REPLICA_TYPE_LABEL, REPLICA_INDEX_LABEL)}
+    ports = sorted((p for p in pod.container.get("ports", []) if p.get("name")), key=lambda p: p["name"])
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": pod.hostname, "namespace": pod.namespace, "labels": dict(selector)},
+            "spec": {"clusterIP": "None", "selector": selector,
+                     "ports": [{"name": p["name"], "port": p["containerPort"], "targetPort": p["containerPort"]}
+                               for p in ports]}}
 
 
 BACKEND = Backend(NAME, NAMING, check, encode, decode)

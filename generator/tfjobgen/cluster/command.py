@@ -53,6 +53,23 @@ def register(commands) -> None:
     listed = actions.add_parser("list", help="the local clusters and their kubeconfigs")
     listed.set_defaults(run=_list)
 
+    place = commands.add_parser(
+        "place", help="where the real kube-scheduler puts jobs, on a fresh local cluster of their profile",
+        description="Render the jobs, then for each creation order start a local cluster of the profile, create "
+                    "the jobs' objects in that (shuffled) order, wait for the scheduler to settle, and report per "
+                    "job: pods placed, pods Pending with the scheduler's reason, whether the topology's layout "
+                    "holds, preemptions. Exit 1 when a layout breaks or a pod stays Pending.")
+    place.add_argument("paths", nargs="+", metavar="JOB", help="TrainingJob files, or folders searched for *.yaml")
+    place.add_argument("--profile", metavar="FILE", help="ClusterProfile file (default: the embedded profile)")
+    place.add_argument("--orders", type=_node_count, default=3, metavar="N", help="creation orders to try (default 3)")
+    place.add_argument("--seed", type=int, default=0, help="the first order's seed (default 0)")
+    place.add_argument("--lose-node", action="store_true",
+                       help="after placing, evict a PS, then lose a server running the jobs' pods")
+    place.add_argument("--nodes", type=_node_count, metavar="N",
+                       help="nodes of the main group (default: the profile's nodeCount, else what the jobs need)")
+    place.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    place.set_defaults(run=_place)
+
 
 def _node_count(text: str) -> int:
     import argparse
@@ -118,3 +135,53 @@ def _list(args) -> int:
                      f"{alive} running" if state else "starting or broken", state.kubeconfig if state else "-"])
     print(table.render(["NAME", "PROFILE", "NODES", "PROCESSES", "KUBECONFIG"], rows) if rows else "no local clusters")
     return EXIT_OK
+
+
+def _place(args) -> int:
+    import json
+
+    from .. import emit, pipeline, table
+    from ..problems import InvalidInput
+    from . import control, place, processes, tools
+
+    profile = pipeline.load_profile(args.profile)
+    intents, problems = pipeline.load_intents(args.paths)
+    expansion = pipeline.expand(intents, profile)
+    problems += expansion.problems
+    if any(p.is_error for p in problems) or not intents:
+        raise InvalidInput(problems or [_no_jobs(args.paths)])
+    objects = emit.kustomize_order([obj for group in expansion.objects for obj in group])
+    jobs = [pipeline.validate(intent, profile)[0] for intent in intents]
+    nodes = args.nodes or place.nodes_needed(jobs, profile, spare=1 if args.lose_node else 0)
+    runs = []
+    for seed in range(args.seed, args.seed + args.orders):
+        print(f"place: order {seed} ({seed - args.seed + 1} of {args.orders}) ...", file=sys.stderr, flush=True)
+        try:
+            runs.append(place.run_order(objects, args.profile, nodes, seed, args.lose_node, f"place-{seed}-{_pid()}",
+                                        lambda line: print(f"place: {line}", file=sys.stderr, flush=True)))
+        except (control.ClusterError, tools.ToolsMissing, processes.StartFailed, TimeoutError) as err:
+            print(f"tfjobgen place: {err}", file=sys.stderr)
+            return EXIT_FAILED
+    if args.format == "json":
+        print(json.dumps(place.as_json(runs), indent=1))
+    else:
+        render = table.markdown if args.format == "markdown" else table.render
+        print(render(place.HEADERS, place.rows(runs)))
+        notes = place.details(runs)
+        if notes:
+            print(("\n" if args.format == "table" else "\n") + "\n".join(
+                f"- {line}" if args.format == "markdown" else line for line in notes))
+    return EXIT_OK if all(run.good for run in runs) else EXIT_FAILED
+
+
+def _no_jobs(paths):
+    from ..problems import Problem
+
+    return Problem("no TrainingJob found (a job file has apiVersion: tfjobgen.dev/v1alpha1 and kind: TrainingJob)",
+                   file=" ".join(paths))
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()

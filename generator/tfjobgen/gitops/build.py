@@ -60,6 +60,9 @@ class Build:
     problems: list[Problem] = field(default_factory=list)
     mode: str = ""  # DIRECT, INTENTS, SHARDS or WHOLE: how it was built
     shards: int = 0  # kustomize runs it took
+    # The selected intents as they reached tfjobgen, overlay patches applied (None: a build with the
+    # plugin, SHARDS or WHOLE, never shows them): what `tfjobgen diff` plans.
+    intents: list[dict] | None = None
 
     @property
     def ok(self) -> bool:
@@ -217,6 +220,17 @@ def build_overlays(root: Path, overlays: list[str], selection: Selection = EVERY
     return {name: builds[name] for name in overlays}
 
 
+def intents_as_built(root: Path, overlay: str) -> list[dict] | None:
+    """The overlay's intents as kustomize hands them to the ClusterProfile transformer, its patches applied:
+    one kustomize run with the echo plugin, for a build that did not keep them (Build.intents is None).
+    None when kustomize cannot build the overlay (its build's problems say why)."""
+    from .. import intents
+
+    with plugin_environment(root, echo=True) as env:
+        built = _kustomize(root, root, root / OVERLAYS / overlay, kustomize_command(), env)
+    return [obj for obj in built.objects if intents.is_intent(obj)] if built.ok else None
+
+
 def _runs_this_generator(root: Path) -> bool:
     """Whether expanding in-process uses the tree's own generator (a base commit brings another)."""
     own = root / "generator" / "tfjobgen"
@@ -232,6 +246,7 @@ def _direct(root: Path, plan: layouts.Layout, selection: Selection) -> Build:
         build.problems = [_relative(p, root) for p in err.problems]
         return build
     found = [intent for intent in plan.intents if selection.picks(intent)]
+    build.intents = [intent.data for intent in found]
     if not found and not profile.allow_no_jobs:
         build.problems = [_nothing_selected(selection, plan)]
         return build
@@ -263,12 +278,13 @@ def _expanded(root: Path, plan: layouts.Layout, intents_build: Build, selection:
         (selection.namespaces is None or intents.ref_of(item).namespace in selection.namespaces)
         and (written is None or intents.ref_of(item).name in written))]
     jobs = {intents.ref_of(item).name for item in items if intents.is_intent(item)}
+    build.intents = [item for item in items if intents.is_intent(item)]
     if not jobs and selection.namespaces is not None and not profile.allow_no_jobs:
         build.problems.append(_nothing_selected(selection, plan))
         return build
     directory = root / plan.overlay
     expanded, problems = krm.expand_items(items, profile, str(directory))
-    build.problems += [_from_patch(p, root, directory) for p in problems]
+    build.problems += problems  # a value a patch wrote is reported at the patch (locate.from_patches)
     if build.ok:
         build.objects = emit.kustomize_order([obj for obj in expanded if selection.keeps(obj, jobs)])
     return build
@@ -345,33 +361,13 @@ def _stderr_problems(stderr: str, root: Path, directory: Path, overlay_path: str
     for line in stderr.splitlines():
         match = _LOCATED.match(line.strip())
         if match:
-            located.append(_from_patch(_located_problem(match, root, directory), root, directory))
+            located.append(_located_problem(match, root, directory))
         elif line.strip() and not line.strip().startswith("tfjobgen: "):
             other.append(_KLOG_PREFIX.sub("", line.strip()))
     if any(p.is_error for p in located):
         return located  # the rest is kustomize saying that the plugin failed
     message = " ".join(o for o in other if o not in (">", "")).strip()
     return located + [Problem("kustomize build failed: " + (message[:2000] or "no error message"), file=overlay_path)]
-
-
-def _from_patch(problem: Problem, root: Path, directory: Path) -> Problem:
-    """A field the job file does not have came from a patch of the overlay: point at the patch instead."""
-    if not problem.field or not problem.file.endswith((".yaml", ".yml")) or not (root / problem.file).is_file():
-        return problem
-    try:
-        documents = source.parse_documents(source.read_text(str(root / problem.file)), problem.file)
-    except InvalidInput:
-        return problem
-    if any(problem.field in document.lines for document in documents):
-        return problem
-    needle = re.split(r"[.\[\]]", problem.field.rstrip("]"))[-1]
-    for path in sorted(directory.glob("*.y*ml")):
-        for number, text in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-            if re.search(rf"(^|[/\s{{,]){re.escape(needle)}\b", text):
-                return Problem(f"{problem.message} (set by this overlay's patch; {problem.file} has no such field)",
-                               problem.field, problem.severity, path.relative_to(root).as_posix(), number,
-                               problem.ref)
-    return problem
 
 
 def _located_problem(match: re.Match, root: Path, directory: Path) -> Problem:

@@ -44,6 +44,7 @@ class Side:
     objects: dict[str, list[dict]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     refused: set[str] = field(default_factory=set)  # built, but refused by the checks of deliver.py
+    intents: dict[str, list[dict] | None] = field(default_factory=dict)  # per overlay, as built (build.Build)
     unbuilt: int = 0  # jobs left out of the builds: the change cannot affect them
 
     @property
@@ -67,6 +68,7 @@ def load_side(root: Path, label: str, files: frozenset[str] | None = None) -> Si
             side.objects[overlay] = []
             continue
         result = builds[overlay]
+        side.intents[overlay] = result.intents
         side.problems += result.problems + (deliver.patch_problems(root, result.path, jobs) if readable else [])
         if not result.ok:
             continue
@@ -307,17 +309,19 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None) -> Report
         changes = compare(old, new)
         unchanged = len(describe.jobs(new)) - sum(c.change != "removed" for c in changes) + head.unbuilt
         keys = [c.key for c in changes if c.change != "removed"]
-        clusters.append(Cluster(overlay, changes, unchanged, note, plans_of(root, overlay, head.jobs, keys)))
+        clusters.append(Cluster(overlay, changes, unchanged, note,
+                                plans_of(root, overlay, head.jobs, keys, head.intents.get(overlay))))
         for project in policy.projects(root):
             problems += policy.check(project, overlay, new)
     problems += output_problems(base, head, crd_dir)
     return Report(base.label, head.label, clusters, _dedupe(problems))
 
 
-def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]) -> list[str]:
-    """`tfjobgen plan` (Markdown) of the jobs `keys`, from their files in jobs/ and the overlay's profile.
-
-    Patches an overlay applies to an intent are not seen here: the plan is of the job file.
+def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str],
+             built: list[dict] | None = None) -> list[str]:
+    """`tfjobgen plan` (Markdown) of the jobs `keys` against the overlay's profile: of each job as the
+    overlay built it (`built`: its intents, patches applied), so the plan and the table above it agree;
+    from the job file, with a note, when the build does not show its intents (an opaque overlay).
     Jobs with errors get none (their problems are in the report already).
     """
     from .. import pipeline
@@ -330,17 +334,27 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
     except InvalidInput:
         return []
     files = {job.key: job.file for job in jobs}
+    if built is None and keys:
+        built = build.intents_as_built(root, overlay)
+    as_built = {f"{intents.ref_of(data).namespace}/{intents.ref_of(data).name}": data for data in built or []}
     plans = []
     for key in keys:
-        if key not in files:
+        notes: tuple[str, ...] = ()
+        if key in as_built:
+            found = [pipeline.Intent(as_built[key])]
+        elif key in files:
+            found = [i for i in pipeline.load_intents([str(root / files[key])])[0]
+                     if f"{i.ref.namespace}/{i.ref.name}" == key]
+            notes = (f"planned from {files[key]}: kustomize could not show {tree.OVERLAYS}/{overlay}'s jobs as "
+                     "patched, so changes its kustomization makes to them are not in this plan",)
+        else:
             continue
-        found, _ = pipeline.load_intents([str(root / files[key])])
         for intent in found:
-            if f"{intent.ref.namespace}/{intent.ref.name}" != key:
-                continue
             job, problems = pipeline.validate(intent, profile)
             if job is not None:
-                plans.append(report.markdown(report.make(job, profile, variables.of_job(job)), heading="####"))
+                plan = report.make(job, profile, variables.of_job(job), intent.data)
+                plan = dataclasses.replace(plan, notes=plan.notes + notes)
+                plans.append(report.markdown(plan, heading="####"))
     return plans
 
 

@@ -161,11 +161,9 @@ def _acted_on(document: dict) -> bool:
 
 def _patch_files(value, key: str) -> list[str]:
     """The files a per-object field reads (patch files; inline patches read none)."""
-    if key == "patchesStrategicMerge" and isinstance(value, list):
-        return [v for v in value if isinstance(v, str) and "\n" not in v]
-    if key in ("patches", "patchesJson6902") and isinstance(value, list):
-        return [v["path"] for v in value if isinstance(v, dict) and isinstance(v.get("path"), str)]
-    return []
+    if key not in intents.PATCH_FIELDS or not isinstance(value, list):
+        return []
+    return [file for file in (intents.patch_source(key, entry)[0] for entry in value) if file]
 
 
 # ---- shares ----------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
     machine     this machine's CPUs and free memory
     ports       free ports on 127.0.0.1
     processes   process groups, teardown, the leftover sweep
+    wire        bytes between a run's tasks, per TCP connection (benchmarks and tests)
     supervisor  logs, events, restarts, fault injection, pass or fail
     progress    the status line
     summary     the final tables and the verdict

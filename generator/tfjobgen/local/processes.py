@@ -116,6 +116,11 @@ def stop(processes: list[TaskProcess], grace: float = 5.0) -> None:
         process.poll()
 
 
+def environments(run_id: str) -> dict[int, dict[str, str]]:
+    """The environment of every process that carries this run's id, by PID."""
+    return owned.environments(RUN_MARKER, run_id)
+
+
 def leftovers(run_id: str) -> list[int]:
     """PIDs of processes that still carry this run's id in their environment."""
     return owned.marked(RUN_MARKER, run_id)

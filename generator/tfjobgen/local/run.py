@@ -76,6 +76,7 @@ def main(args) -> int:
         supervisor = Supervisor(
             [t for t in local_tasks if t.name not in args.without], run_dir, run_dir,  # the run's id: its directory
             uses_runtime=request.uses_runtime, chief=prepared.chief, target_steps=steps,
+            completed_by=request.completed_by,
             lifecycle=tasks_lib.lifecycle_of(request, prepared.overrides),
             faults=tuple(Fault(task, step) for task, step in args.kill)
             + tuple(Fault(task, step, evict=True) for task, step in args.evict),

@@ -16,6 +16,10 @@ Kubernetes):
   runtime the chief tells them to stop, and the run measures how long every
   task took to end (run-local stops the rest itself after END_GRACE);
 - a task evicted on request (--evict) is a disruption: replaced, not counted;
+- on jobset and tfjob, the tasks whose success completes the whole job (JobSet's
+  successPolicy: every task of the chief's or the workers' Job; the TFJob operator: the
+  chief, else worker 0) exiting 0 stops every task still running, as those controllers
+  delete them (seen on JobSet v0.10.1 and the operator v1.9.4 within a second);
 - the run succeeds when the chief finished and every other task exited 0
   after it (the chief told them to); whatever is still running then is a bug,
   named and stopped;
@@ -111,13 +115,16 @@ class Interrupted(Exception):
 
 class Supervisor:
     def __init__(self, tasks: list[LocalTask], run_dir: str, run_id: str, *, uses_runtime: bool, chief: str,
-                 target_steps: int, lifecycle: Lifecycle, faults: tuple[Fault, ...] = (), stall_limit: float = 360.0,
+                 target_steps: int, lifecycle: Lifecycle, completed_by: tuple[str, ...] = (),
+                 faults: tuple[Fault, ...] = (), stall_limit: float = 360.0,
                  finish_timeout: float = 60.0, on_update: Callable[["Supervisor", str], None] | None = None,
                  on_event: Callable[[str, str, dict], None] | None = None):
         self.states = {t.name: TaskState(t) for t in tasks}
         self.run_dir, self.run_id = run_dir, run_id
         self.uses_runtime, self.chief = uses_runtime, chief
         self.lifecycle = lifecycle
+        self.completed_by = set(completed_by) & set(self.states)
+        self.completed = False  # the whole job completed by its controller's rule (completed_by)
         self.pending_faults = list(faults)
         self.stall_limit, self.finish_timeout = stall_limit, finish_timeout
         self.on_update = on_update or (lambda supervisor, kind: None)
@@ -292,8 +299,9 @@ class Supervisor:
                 state.state = "done"
                 if name == self.chief:
                     self.chief_finished_at = time.monotonic()
-                    if not self.uses_runtime:
-                        return self._own_program_finished()
+                self._complete_if_due()
+                if name == self.chief and not self.uses_runtime and (not self.completed_by or self.completed):
+                    return self._own_program_finished()
                 self.on_update(self, "exit")
                 continue
             why = describe_exit(code)
@@ -328,6 +336,26 @@ class Supervisor:
             self.notice(f"{name} {why}{before} ({_clip(detail)}); {decision.reason}: its new pod starts in "
                         f"{decision.delay:.0f} s, as the Job controller would")
         return None
+
+    def _complete_if_due(self) -> None:
+        """Once every task of completed_by exited 0, the JobSet or TFJob completes and its controller
+        deletes the tasks still running (SIGTERM, as a deleted pod gets)."""
+        if self.completed or not self.completed_by or self.failed_at is not None \
+                or any(self.states[name].state != "done" for name in self.completed_by):
+            return
+        self.completed = True
+        stopped = []
+        for other in self.states.values():
+            if other.state == "waiting":
+                other.state = "stopped"
+                stopped.append(other.task.name)
+            elif other.process is not None and other.process.returncode is None and other.state != "stopping":
+                other.state = "stopping"
+                other.process.signal_group(signal.SIGTERM)
+                stopped.append(other.task.name)
+        if stopped:
+            self.notice(f"the job completed ({', '.join(sorted(self.completed_by))} exited 0): its controller "
+                        f"stops the tasks still running, {', '.join(stopped)}")
 
     def _failed_for_good(self, state: TaskState, exit_code: int, message: str, cause: bool = True) -> None:
         """The task's Job fails: the controller stops the Job's other pods; other Jobs go on.
@@ -399,6 +427,9 @@ class Supervisor:
             failed = [s.task.name for s in self.states.values() if s.state == "failed"]
             if failed:
                 return False, f"training finished, but {', '.join(failed)} failed"
+            stopped = sorted(s.task.name for s in self.states.values() if s.state == "stopped")
+            if stopped:
+                return True, f"training finished; the job completed and its controller stopped {', '.join(stopped)}"
             return True, "training finished and every task exited 0"
         if not waiting and time.monotonic() - self.chief_finished_at > self.finish_timeout:
             names = ", ".join(s.task.name for s in running)

@@ -71,6 +71,7 @@ class JobRequest:
     pods: list[Pod] = field(repr=False, default_factory=list)
     endpoint_map: str | None = None
     fails_as_one: bool = False  # a task failing for good stops every task, not only its own object's
+    completed_by: tuple[str, ...] = ()  # tasks whose exit 0 completes the job; its controller then stops the rest
 
     @property
     def uses_runtime(self) -> bool:
@@ -95,7 +96,7 @@ def describe(jobs: list[DecodedJob]) -> JobRequest:
     training = json.loads(first[TRAINING_ENV]) if TRAINING_ENV in first else None
     return JobRequest(job.name, job.backend, first.get(contract.API_ENV, "tf2"),
                       first.get(contract.PROTOCOL_ENV, "grpc"), counts, cpus, training, job.lifecycle,
-                      pods, job.config.get(ENDPOINT_MAP_KEY), job.fails_as_one)
+                      pods, job.config.get(ENDPOINT_MAP_KEY), job.fails_as_one, job.completed_by)
 
 
 @dataclass(frozen=True)

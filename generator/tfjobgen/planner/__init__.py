@@ -12,5 +12,6 @@
 
 Everything but `variables.from_checkpoint` (TensorFlow), `chart` (matplotlib)
 and `command` is pure: the same intent and profile give the same report.
-The generator imports only `variables.check` from here.
+The generator imports only `variables.check` and `capacity.check` (tasks that would stay Pending
+on the nodes a profile counts) from here.
 """

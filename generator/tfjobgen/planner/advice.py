@@ -8,7 +8,9 @@ CPUs, or PS polling without dedicated cores, steal the cores training needs.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from typing import Any
 
 from .. import qos, tuning
 from ..model import TrainingJob
@@ -24,10 +26,31 @@ STAR_SERVER_RATIO = (8, 10)  # workers per PS DeepRec recommends for StarServer
 BIG_TABLE_BYTES = 64 << 20  # a looked-up table this big makes a dense update costly
 
 
+REMOVE = "(remove)"  # a change that deletes its field (the default then applies)
+
+
 @dataclass(frozen=True)
 class Advice:
     field: str  # the intent field to change
     message: str  # what to set, and why
+    # The change the advice names, as (field, value) pairs to write into the intent (value REMOVE: delete
+    # the field); empty when it names no single value. report.make keeps only advice whose changes validate.
+    changes: tuple[tuple[str, Any], ...] = ()
+
+
+def applied(document: dict, advice: Advice) -> dict:
+    """A copy of an intent document with the advice's changes written in."""
+    changed = copy.deepcopy(document)
+    for field, value in advice.changes:
+        *parents, last = field.split(".")
+        node = changed
+        for key in parents:
+            node = node.setdefault(key, {})
+        if value == REMOVE:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return changed
 
 
 def partitioning(workload: Workload, layouts: dict[str, Layout], balance: tuple[int, Layout] | None) -> tuple[
@@ -43,8 +66,8 @@ def partitioning(workload: Workload, layouts: dict[str, Layout], balance: tuple[
         if choice != workload.partitioner and layouts[choice].balanced:
             how = "" if workload.field == "spec.training" else (
                 f" (in your program: {_program_partitioner(choice, own.num_ps, workload.min_shard_bytes)})")
-            return [Advice(field, f"{lead}: set {choice}{how}, max/mean {layouts[choice].max_over_mean:.2f}")], \
-                layouts[choice]
+            return [Advice(field, f"{lead}: set {choice}{how}, max/mean {layouts[choice].max_over_mean:.2f}",
+                           ((field, choice),))], layouts[choice]
     tried = (f"neither auto ({layouts['auto'].max_over_mean:.2f}) nor fixed ({layouts['fixed'].max_over_mean:.2f}) "
              f"reaches {BALANCE_GOAL:.2f}")
     if balance:
@@ -80,7 +103,7 @@ def optimizer(workload: Workload) -> list[Advice]:
                 f"{workload.optimizer} updates every one of the {table.rows:,} rows of '{table.name}' and of its "
                 f"{table.slots} slots on every worker step ({size(table.bytes * (1 + table.slots))} {how}), where "
                 f"a batch looks up at most {min(table.rows, table.lookups):,} rows: set lazy_adam, which updates "
-                "only those (the seed's advice)")))
+                "only those (the seed's advice)"), ((field, "lazy_adam"),)))
     slotted = [t for t in tables if t.slots]
     if slotted and workload.optimizer in layout.SPARSE_UPDATES:
         slots = slotted[0].slots
@@ -115,16 +138,16 @@ def star_server(job: TrainingJob) -> list[Advice]:
         target = max(1, round(workers / ((low + high) / 2)))
         advice.append(Advice("spec.roles.ps.replicas", (
             f"{workers} workers on {ps} PS is {ratio:.1f}:1; DeepRec recommends {low}-{high}:1 for StarServer: "
-            f"{target} PS would make it {workers / target:.1f}:1")))
+            f"{target} PS would make it {workers / target:.1f}:1"), (("spec.roles.ps.replicas", target),)))
     star = job.star_server
     if job.qos == "cpuset" and not star.ps_polling:
         advice.append(Advice("spec.starServer.psPolling", (
             "the PS have exclusive cores (qos cpuset): psPolling: true lets their network threads poll "
-            "instead of sleeping (DeepRec: only with dedicated cores)")))
+            "instead of sleeping (DeepRec: only with dedicated cores)"), (("spec.starServer.psPolling", True),)))
     if job.qos != "cpuset" and not star.ps_polling:
         advice.append(Advice("spec.qos", (
             "PS polling is off because the PS share cores (qos shared): a polling thread takes a whole core; "
-            "with qos: cpuset the PS get dedicated cores and may poll")))
+            "with qos: cpuset the PS get dedicated cores and may poll"), (("spec.qos", "cpuset"),)))
     return advice
 
 
@@ -140,13 +163,15 @@ def threads(job: TrainingJob) -> list[Advice]:
         busy = intra + (network.get(role.name, 0) if polls else 0)
         if busy > budget:
             extra = f" + {network[role.name]} polling network threads" if polls else ""
-            advice.append(Advice(f"spec.roles.{role.name}.threads.intraOp", (
-                f"{intra} compute threads{extra} on {budget} CPUs: set intraOp to "
-                f"{max(1, budget - (network.get(role.name, 0) if polls else 0))} (the seed cut context switches "
-                "about 40% by matching the pools to the CPU limit)")))
+            field, fits = f"spec.roles.{role.name}.threads.intraOp", max(1, budget - (network.get(role.name, 0)
+                                                                                      if polls else 0))
+            advice.append(Advice(field, (
+                f"{intra} compute threads{extra} on {budget} CPUs: set intraOp to {fits} (the seed cut context "
+                "switches about 40% by matching the pools to the CPU limit)"), ((field, fits),)))
         elif inter > max(budget, 2) and role.inter_op is not None:
-            advice.append(Advice(f"spec.roles.{role.name}.threads.interOp", (
-                f"{inter} inter-op threads on {budget} CPUs: remove it to match the CPU limit")))
+            field = f"spec.roles.{role.name}.threads.interOp"
+            advice.append(Advice(field, f"{inter} inter-op threads on {budget} CPUs: remove it to match the CPU "
+                                        "limit", ((field, REMOVE),)))
     return advice
 
 
@@ -168,7 +193,7 @@ def topology(job: TrainingJob, after: tuple[TopologyTraffic, ...], found: Capaci
         return [Advice("spec.topology.mode", (
             f"colocated would keep {100 * colocated.local_share:.0f}% of the bytes inside a server "
             f"({size(colocated.cross)} instead of {size(by_mode[job.topology.mode].cross)} crossing per round)"
-            + fits))]
+            + fits), (("spec.topology.mode", "colocated"),))]
     return []
 
 

@@ -32,6 +32,7 @@ from fractions import Fraction
 
 from .. import topology
 from ..model import TrainingJob
+from ..problems import WARNING, Problem
 from ..profile import ClusterProfile, NodeShape
 from ..quantity import describe_bytes, describe_cpu
 
@@ -263,12 +264,27 @@ def _why_pending(job, mode, role, index, spec, shape, node_gpus, pool, counts, n
             return (f"colocated needs PS and workers in one node pool (ps: {ps_node.pool}, worker: {pool})",
                     "spec.topology.nodePools")
         return f"no room ({size}) left beside their PS on its node", "spec.topology.workersPerServer"
+    if spec.gpu and all(n.gpu < spec.gpu for n in nodes if n.pool == pool):  # the GPUs ran out first
+        return (f"needs {spec.gpu} GPU(s) on one node, and no node of {where} ({node_gpus} GPUs each) has that many "
+                "left", f"spec.roles.{role}.gpu")
     if role == "ps" and mode in ("colocated", "isolated") or (mode == "spread" and job.topology.spread == "required"):
         others = "another PS or a worker" if mode == "isolated" else "another PS"
-        return f"needs a node without {others} (required anti-affinity) and {where} are taken", replicas
+        asks = "spec.topology.spread" if mode == "spread" else replicas  # spread: required is what asks for it
+        return f"needs a node without {others} (required anti-affinity) and {where} are taken", asks
     if role == "worker" and mode == "isolated":
         return f"needs {size} on a node without a PS; {where} are full or hold PS", replicas
     return f"no room for {size} on {where}", replicas
+
+
+def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
+    """Tasks that would stay Pending on the nodes the profile counts: a warning on the field that asks for
+    them (nodes may be added, so not an error; what no node could ever hold is topology.check's error)."""
+    pools = {pool_of(job, profile, role) for role in job.roles}
+    counts = {(pool or NO_POOL): profile.node_count_for(pool) for pool in pools}
+    if all(count is None for count in counts.values()):
+        return []  # no count: every task finds a node, as far as the profile says
+    return [Problem(f"{p.tasks} would stay Pending: {p.reason}", p.field, severity=WARNING)
+            for p in _pack(job, profile, job.topology.mode, counts).pending]
 
 
 def _shares(job: TrainingJob, profile: ClusterProfile, packing: Packing, counts) -> tuple[Share, ...]:

@@ -44,26 +44,20 @@ def run(args) -> int:
     except FileNotFoundError as err:
         print(f"tfjobgen plan: no such file or folder: {err.filename}", file=sys.stderr)
         return EXIT_INVALID
-    if not intents and not problems:
-        print(f"tfjobgen plan: no TrainingJob in {' '.join(args.paths)}", file=sys.stderr)
-        return EXIT_INVALID
+    problems += pipeline.empty_folders(args.paths, intents)
     if args.checkpoint and len(intents) != 1:
         print(f"tfjobgen plan: --checkpoint describes one job's variables; {len(intents)} jobs were given",
               file=sys.stderr)
         return EXIT_INVALID
-    problems += pipeline.check_profile(profile)  # as `expand` does: a broken profile plans nothing
-    jobs = []
-    for intent in intents if not has_errors(problems) else ():
-        job, found = pipeline.validate(intent, profile)
-        problems += found
-        jobs.append(job)
+    jobs, found = pipeline.check_all(intents, profile)  # as `expand` does: a broken profile plans nothing
+    problems += found
     for problem in problems:
         print(problem.format(), file=sys.stderr)
     if has_errors(problems):
         return EXIT_INVALID
 
     plans = []
-    for job in jobs:
+    for intent, job in zip(intents, jobs):
         try:
             if args.checkpoint:
                 print(f"tfjobgen plan: reading {args.checkpoint} with TensorFlow ...", file=sys.stderr, flush=True)
@@ -73,7 +67,7 @@ def run(args) -> int:
         except variables.PlanError as err:
             print(f"tfjobgen plan: {err}", file=sys.stderr)
             return EXIT_INVALID
-        plans.append(report.make(job, profile, workload))
+        plans.append(report.make(job, profile, workload, intent.data))
 
     if args.png:
         from . import chart

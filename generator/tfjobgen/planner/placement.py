@@ -38,6 +38,7 @@ class Shard:
     parts: int
     rows: int
     ps: int
+    first: int = 0  # its first row in the whole variable
 
     @property
     def value_bytes(self) -> int:
@@ -92,9 +93,11 @@ def place(variables: tuple[Variable, ...], num_ps: int, shards_of: Callable[[Var
     placed, count = [], 0
     for variable in variables:
         parts = shards_of(variable) if variable.shape else 1  # neither API splits a scalar
+        first = 0
         for part, rows in enumerate(sharding.shard_rows(variable.rows, parts)):
-            placed.append(Shard(variable, part, parts, rows, count % num_ps))
+            placed.append(Shard(variable, part, parts, rows, count % num_ps, first))
             count += 1
+            first += rows
     return Layout(partitioner, num_ps, tuple(placed))
 
 

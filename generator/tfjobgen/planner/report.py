@@ -55,7 +55,9 @@ def _load(job: TrainingJob, workload: Workload, layout: placement.Layout, worker
     return Load(layout, step, tuple(traffic.by_topology(job, step, workers_per_node)))
 
 
-def make(job: TrainingJob, profile: ClusterProfile, workload: Workload | None) -> Plan:
+def make(job: TrainingJob, profile: ClusterProfile, workload: Workload | None, document: dict | None = None) -> Plan:
+    """The plan of a valid job. With the intent `document` it came from, advice whose change tfjobgen would
+    refuse (colocated on a backend that cannot carry it, say) becomes a note saying why."""
     num_ps = job.roles["ps"].replicas
     found = capacity_lib.capacity(job, profile)
     advice, notes = [], []
@@ -80,7 +82,28 @@ def make(job: TrainingJob, profile: ClusterProfile, workload: Workload | None) -
             notes.append("no variable is read by lookups (lookupsPerStep), so traffic counts every variable "
                          "read whole on every step")
     advice += advice_lib.star_server(job) + advice_lib.threads(job) + advice_lib.capacity(found)
+    if document is not None:
+        advice, refused = _accepted(advice, document, profile)
+        notes += refused
     return Plan(job, profile.name, workload, layouts, balance, own, after, found, tuple(advice), tuple(notes))
+
+
+def _accepted(advice: list[advice_lib.Advice], document: dict, profile: ClusterProfile) -> tuple[list, list[str]]:
+    """The advice whose changes pass `tfjobgen validate` when written into the intent, and a note for each
+    of the others with the first reason it would be refused."""
+    from .. import pipeline  # validation is the judge of advice; imported when a plan has the intent
+
+    kept, notes = [], []
+    for item in advice:
+        if item.changes:
+            _, problems = pipeline.validate(pipeline.Intent(advice_lib.applied(document, item)), profile)
+            errors = [p for p in problems if p.is_error]
+            if errors:
+                notes.append(f"{item.field}: {item.message}; not advised: tfjobgen would then refuse the job "
+                             f"({errors[0].field}: {errors[0].message})")
+                continue
+        kept.append(item)
+    return kept, notes
 
 
 # ---- the tables, as rows (shared by text and Markdown) -----------------------------------------
@@ -243,6 +266,8 @@ def _layout_json(layout: placement.Layout) -> dict:
 def _load_json(load: Load) -> dict:
     return {**_layout_json(load.layout), "partitioner": load.layout.partitioner,
             "per_worker_step_bytes": [round(b) for b in load.step.per_ps],
+            "per_worker_step_pull_bytes": [round(b) for b in load.step.pull],  # PS to worker
+            "per_worker_step_push_bytes": [round(b) for b in load.step.push],  # worker to PS
             "topologies": [{"mode": t.mode, "cross_server_bytes": round(t.cross), "local_bytes": round(t.local),
                             "busiest_server": t.busiest, "busiest_server_bytes": round(t.busiest_bytes)}
                            for t in load.topologies]}
@@ -265,7 +290,9 @@ def as_json(plan: Plan) -> dict:
             "shares": [{"pool": s.pool, "nodes_used": s.nodes_used, "nodes": s.nodes, "cpu": round(float(s.cpu), 4),
                         "memory": round(float(s.memory), 4)} for s in cap.shares],
         },
-        "advice": [{"field": a.field, "message": a.message} for a in plan.advice],
+        "advice": [{"field": a.field, "message": a.message,
+                    "changes": {f: (None if v == advice_lib.REMOVE else v) for f, v in a.changes}}
+                   for a in plan.advice],
         "notes": list(plan.notes),
     }
     if plan.workload and plan.own:

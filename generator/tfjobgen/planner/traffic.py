@@ -3,19 +3,30 @@
 The model, per worker step and per shard (a whole variable is one shard):
 
 - a variable read whole (no lookupsPerStep): the forward pass pulls its value;
-- a looked-up table: the forward pass sends k_s ids and pulls k_s rows, where
-  k_s = lookups x shard rows / table rows (ids spread evenly over the rows);
-  the update touches u_s distinct rows, the expected number of distinct rows
-  k uniform draws hit, R x (1 - (1 - 1/R)^k), scaled to the shard;
+- a looked-up table: the forward pass sends the ids that fall in the shard and pulls
+  as many rows back; the update touches the distinct rows among them. Where lookups
+  land follows the workload's id rule, row floor(rows x u ** id_skew) for u uniform:
+  id_skew 1 is uniform (k x shard rows / rows lookups, and R x (1 - (1 - 1/R)^k)
+  distinct rows of R for k lookups, in proportion per shard); the runtime's
+  synthetic ids (runtime/variables.ID_SKEW) put most lookups, and most distinct
+  rows, on the first shard of each table ("div" sharding keeps the low ids there);
 - the update: each updated row (all rows of a variable read whole, or of a
   table under dense adam) moves (reads, writes) rows of variable and slot
-  data, plus an 8-byte index per row for each sparse read or write. With
-  tfjobgen's runtime the rules' arithmetic runs on the worker, so the counts
-  come from runtime/variables.UPDATE_ROWS (adagrad: read the accumulator,
+  data. With tfjobgen's runtime the rules' arithmetic runs on the worker, so the
+  counts come from runtime/variables.UPDATE_ROWS (adagrad: read the accumulator,
   write the accumulator and the variable: (1, 2)); a program of your own is
   taken to use TensorFlow's fused optimizer kernels, which run on the PS: only
-  the gradient travels, (0, 1).
+  the gradient travels, (0, 1). A sparse update also sends the rows' 8-byte
+  index, once;
+- a tensor crosses to a PS once per step however many ops there read it:
+  the ids and the row index of an update are sent once for the gather and
+  every scatter, and once for all the tables the same ids look up and that
+  are split alike (the runtime's embedding and wide tables);
+- every tensor that crosses costs FRAMING_BYTES more (below);
 - variables that are not trained (the global step) are left out.
+
+Held to what the kernel counts on run-local's connections by
+benchmarks/runtime/traffic.py and tests/runtime/test_traffic_measured.py.
 
 A round is one step of every worker. Topologies differ only in which of
 those bytes stay inside a server:
@@ -30,19 +41,26 @@ The busiest server is the hot PS's (every worker's bytes to it arrive there)
 or, when that carries less, a server full of workers (colocated: a PS's
 server, which also sends its own workers' bytes to the other PS).
 
-Limits: real ids are skewed (hot rows make fewer distinct rows and a hotter
-first shard under "div" partitioning); TCP/gRPC framing, the chief's own
-traffic and StarServer's batching are not counted.
+Limits: the ids of files and of programs of your own are taken as uniform
+(real ids are skewed: fewer distinct rows, a hotter first shard); the
+chief's own traffic, checkpoints and StarServer's batching are not counted.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..model import TrainingJob
 from ..runtime import variables as layout
-from .placement import Layout
+from .placement import Layout, Shard
 from .variables import ID_BYTES, RULES_ON_WORKER, Workload
+
+# TensorFlow's gRPC bytes around each tensor that crosses between tasks: the receiver's RecvTensor
+# request naming it, the reply's metadata, HTTP/2 and gRPC frames. Measured on run-local's loopback
+# connections (benchmarks/runtime/traffic.py, TensorFlow 2.21): 310-380 bytes per tensor under tf2.
+FRAMING_BYTES = 330
+_BLOCK_GROWTH = 100  # distinct_rows' blocks: 1 + first row // this rows, whose odds differ by under 1%
 
 TOPOLOGIES = ("colocated", "isolated", "spread", "none")
 
@@ -69,32 +87,76 @@ def _update_rows(workload: Workload, sparse: bool) -> tuple[int, int]:
     return layout.UPDATE_ROWS[workload.optimizer]["sparse" if sparse else "dense"]
 
 
+def lookup_share(skew: float, rows: int, first: int, stop: int) -> float:
+    """The share of lookups that land in rows [first, stop) of a table of `rows` rows."""
+    return (stop / rows) ** (1 / skew) - (first / rows) ** (1 / skew)
+
+
+def distinct_rows(skew: float, rows: int, lookups: float, first: int, stop: int) -> float:
+    """The expected number of rows of [first, stop) that `lookups` lookups touch: the sum over those
+    rows of 1 - (1 - p)^lookups, p the odds of a lookup hitting the row."""
+    if skew == 1:
+        return (stop - first) * _touched(1 / rows, lookups)
+    total, row = 0.0, first
+    while row < stop:  # in blocks of rows with almost the same odds: cheap for a billion rows
+        end = min(stop, row + 1 + row // _BLOCK_GROWTH)
+        total += (end - row) * _touched(lookup_share(skew, rows, row, end) / (end - row), lookups)
+        row = end
+    return total
+
+
+def _touched(p: float, lookups: float) -> float:
+    """The odds that a row with odds p is hit at least once by `lookups` lookups."""
+    return 1.0 if p >= 1 else -math.expm1(lookups * math.log1p(-p))
+
+
 def per_step(workload: Workload, placed: Layout) -> StepTraffic:
     pull, push = [0.0] * placed.num_ps, [0.0] * placed.num_ps
     # A fused kernel takes the table's gradient as it comes (rows), whatever it then does on the PS;
     # the runtime's dense adam turns it into a whole-table gradient on the worker first.
     sparse_updates = workload.rules_on != RULES_ON_WORKER or workload.optimizer in layout.SPARSE_UPDATES
+    sent: set[tuple] = set()  # the ids already on a PS this step, by where they come from
     for shard in placed.shards:
         variable, p = shard.variable, shard.ps
         if not variable.trainable:
             continue  # the global step: read and bumped by a few bytes
-        updated = shard.value_bytes
         if variable.lookups:
-            lookups = variable.lookups * shard.rows / variable.rows
-            pull[p] += lookups * variable.row_bytes
-            push[p] += lookups * ID_BYTES
+            stop = shard.first + shard.rows
+            # Measured: skewed ids crowd a table's first shard; even shares missed PS by -47% to +167%.
+            lookups = variable.lookups * lookup_share(workload.id_skew, variable.rows, shard.first, stop)
+            # Measured: a tensor reaches a PS once a step however many ops there read it, so the ids
+            # and the index count once, not once per table, read and write.
+            first_time = _ids_of(shard) not in sent
+            sent.add(_ids_of(shard))
+            pull[p] += _tensor(lookups * variable.row_bytes)
+            push[p] += _tensor(lookups * ID_BYTES) if first_time else 0.0
             if sparse_updates:
-                touched = shard.rows * (1 - (1 - 1 / variable.rows) ** variable.lookups)
+                touched = distinct_rows(workload.id_skew, variable.rows, variable.lookups, shard.first, stop)
                 reads, writes = _update_rows(workload, sparse=True)
-                pull[p] += reads * touched * variable.row_bytes
-                push[p] += writes * touched * variable.row_bytes + (reads + writes) * touched * ID_BYTES
+                pull[p] += reads * _tensor(touched * variable.row_bytes)
+                push[p] += writes * _tensor(touched * variable.row_bytes)
+                push[p] += _tensor(touched * ID_BYTES) if first_time else 0.0  # the rows' index
                 continue
         else:
-            pull[p] += shard.value_bytes  # the forward pass reads it whole
+            pull[p] += _tensor(shard.value_bytes)  # the forward pass reads it whole
         reads, writes = _update_rows(workload, sparse=False)  # every row of it
-        pull[p] += reads * updated
-        push[p] += writes * updated
+        pull[p] += reads * _tensor(shard.value_bytes)
+        push[p] += writes * _tensor(shard.value_bytes)
     return StepTraffic(tuple(pull), tuple(push))
+
+
+def _ids_of(shard: Shard) -> tuple:
+    """What the ids sent to a shard's PS are computed from: tables looked up by the same ids and split
+    alike get the same ones (TensorFlow merges the identical partitioning ops), and a whole table the
+    ids themselves."""
+    variable = shard.variable
+    split = (variable.rows, shard.parts, shard.part) if shard.parts > 1 else ()
+    return (shard.ps, variable.ids or variable.name, *split)
+
+
+def _tensor(payload: float) -> float:
+    """A tensor's bytes on the wire: without the framing, a PS of a few biases came out 28-38% short."""
+    return payload + FRAMING_BYTES
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ class Variable:
     trainable: bool
     slots: int  # optimizer slots beside it on the same PS, each of its shape and dtype
     lookups: int  # ids one worker step looks up in it; 0: a step reads it whole
+    ids: str = ""  # the input whose ids look it up, when tables share them ("": its own)
 
     @property
     def rows(self) -> int:
@@ -70,6 +71,7 @@ class Workload:
     rules_on: str  # RULES_ON_WORKER or RULES_ON_PS
     field: str  # the intent field that holds these settings: spec.training or spec.model
     order_known: bool = True  # False for a checkpoint: it lists variables by name
+    id_skew: float = 1.0  # lookups hit row floor(rows x u ** id_skew), u uniform: 1 is uniform over the rows
 
 
 def reference_variables(api: str, optimizer: str, batch_size: int, vocabulary: int, embedding_dim: int,
@@ -77,7 +79,7 @@ def reference_variables(api: str, optimizer: str, batch_size: int, vocabulary: i
     """The reference model's variables as the runtime creates them (the runtime's PS count their bytes)."""
     slots = len(layout.SLOTS[optimizer])
     return tuple(Variable(v.name, v.shape, v.dtype, v.trainable, slots if v.trainable else 0,
-                          v.lookups_per_example * batch_size)
+                          v.lookups_per_example * batch_size, v.ids)
                  for v in layout.created_variables(api, vocabulary, embedding_dim, hidden_units))
 
 
@@ -86,8 +88,10 @@ def from_training(job: model.TrainingJob) -> Workload:
     training, shape = job.training, job.training["model"]
     found = reference_variables(job.api, training["optimizer"], training["batchSize"], shape["vocabularySize"],
                                 shape["embeddingDim"], tuple(shape["hiddenUnits"]))
+    # Synthetic ids follow the runtime's own rule; the ids of files are unknown here, so taken as uniform.
+    skew = layout.ID_SKEW if training["data"]["format"] == "synthetic" else 1.0
     return Workload("spec.training (tfjobgen's runtime)", found, training["partitioner"], training["minShardBytes"],
-                    training["optimizer"], RULES_ON_WORKER, "spec.training")
+                    training["optimizer"], RULES_ON_WORKER, "spec.training", id_skew=skew)
 
 
 def from_declared(declared: model.DeclaredModel) -> Workload:

@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from .errors import SetupError
 from .variables import DENSE, FIELDS  # the model's input width depends on them: one home
-_SKEW = 3.0  # id = vocabulary * u**_SKEW: 10% of the traffic hits the first 0.1% of ids
+from .variables import ID_SKEW  # `tfjobgen plan` predicts the rows a batch touches from it
 _DENSE_WEIGHTS = [(-1.0 + 2.0 * i / (DENSE - 1)) for i in range(DENSE)]
 EVAL_SEED = 20240601  # held-out synthetic examples: the same for every evaluation
 CSV_COLUMNS = ["label"] + [f"dense_{i}" for i in range(DENSE)] + [f"id_{i}" for i in range(FIELDS)]
@@ -41,7 +41,7 @@ def synthetic_batch(seed: tf.Tensor, batch_size: int, vocabulary: int) -> tuple[
     """One batch drawn from `seed` (an int64 scalar): the same seed gives the same batch."""
     seed = tf.cast(seed, tf.int64)
     u = tf.random.stateless_uniform([batch_size, FIELDS], seed=tf.stack([seed, 1]), dtype=tf.float64)
-    ids = tf.minimum(tf.cast(tf.floor(vocabulary * tf.pow(u, _SKEW)), tf.int64), vocabulary - 1)
+    ids = tf.minimum(tf.cast(tf.floor(vocabulary * tf.pow(u, ID_SKEW)), tf.int64), vocabulary - 1)
     dense = tf.random.stateless_normal([batch_size, DENSE], seed=tf.stack([seed, 2]))
     logit = tf.reduce_sum(_id_weight(ids), axis=1) + tf.linalg.matvec(dense, tf.constant(_DENSE_WEIGHTS))
     draw = tf.random.stateless_uniform([batch_size], seed=tf.stack([seed, 3]))

@@ -6,8 +6,8 @@ the very same list without importing TensorFlow. So a change to the model's
 shape or to an optimizer's slots changes the runtime and the prediction
 together.
 
-    embedding       [vocabulary x dim]           read by lookup: FIELDS rows per example
-    wide            [vocabulary x 1]             read by lookup: FIELDS rows per example
+    embedding       [vocabulary x dim]           read by lookup: FIELDS rows per example, of the ids
+    wide            [vocabulary x 1]             read by lookup: FIELDS rows per example, of the same ids
     hidden_<i>/kernel, hidden_<i>/bias           the deep tower, read whole every step
     output/kernel, output/bias
     global_step     int64 scalar, not trained    tf2 creates it after the model, tf1 before
@@ -19,6 +19,10 @@ from dataclasses import dataclass
 
 FIELDS = 8  # categorical ids per example, all from one vocabulary
 DENSE = 8  # numeric features per example
+# Synthetic ids are skewed like real traffic: id = floor(vocabulary x u ** ID_SKEW), u uniform in [0, 1),
+# so 10% of the lookups hit the first 0.1% of ids (data.py draws them; `tfjobgen plan` counts the rows
+# a batch touches, and on which shard, from the same rule).
+ID_SKEW = 3.0
 
 # Optimizer slots per trainable variable, with their initial values. Each slot has its
 # variable's shape and dtype and lives beside it on the same PS.
@@ -50,6 +54,7 @@ class Variable:
     trainable: bool = True
     init: str = "zeros"  # how the runtime initialises it: uniform, zeros, he_normal (fan-in: shape[0])
     lookups_per_example: int = 0  # rows one example reads by lookup; 0: the variable is read whole
+    ids: str = ""  # the input whose ids it is looked up by: tables read by the same ids share them
 
 
 GLOBAL_STEP = Variable("global_step", (), "int64", trainable=False)
@@ -58,8 +63,8 @@ GLOBAL_STEP = Variable("global_step", (), "int64", trainable=False)
 def model_variables(vocabulary: int, embedding_dim: int, hidden_units: tuple[int, ...]) -> tuple[Variable, ...]:
     """The wide & deep model's variables, in the order the runtime creates them."""
     found = [Variable("embedding", (vocabulary, embedding_dim), "float32", init="uniform",
-                      lookups_per_example=FIELDS),
-             Variable("wide", (vocabulary, 1), "float32", lookups_per_example=FIELDS)]
+                      lookups_per_example=FIELDS, ids="ids"),
+             Variable("wide", (vocabulary, 1), "float32", lookups_per_example=FIELDS, ids="ids")]
     width = FIELDS * embedding_dim + DENSE
     for i, units in enumerate(hidden_units):
         found += [Variable(f"hidden_{i}/kernel", (width, units), "float32", init="he_normal"),

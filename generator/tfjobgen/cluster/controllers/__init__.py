@@ -62,15 +62,7 @@ class Context:
         return folder
 
     def install(self, objects: list[dict]) -> None:
-        """Create objects (CRDs first), waiting for every CRD to be Established."""
-        crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
-        for obj in crds + [o for o in objects if o not in crds]:
-            self.objects.apply(obj, manager="tfjobgen-cluster")
-        for crd in crds:
-            name = crd["metadata"]["name"]
-            api.wait_until(lambda: _established(self.objects.get("apiextensions.k8s.io/v1",
-                                                                 "CustomResourceDefinition", name)),
-                           30, f"CRD {name} Established")
+        install(self.objects, objects)
 
     def register_webhooks(self, configurations: list[dict], port: int, owner: str) -> None:
         """Webhook configurations of a controller's manifests, pointed at https://127.0.0.1:port."""
@@ -81,6 +73,17 @@ class Context:
                 path = webhook["clientConfig"].get("service", {}).get("path", "/")
                 webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
             self.objects.apply(configuration, manager="tfjobgen-cluster")
+
+
+def install(client: api.Objects, objects: list[dict]) -> None:
+    """Create objects (CRDs first), waiting for every CRD to be Established."""
+    crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
+    for obj in crds + [o for o in objects if o not in crds]:
+        client.apply(obj, manager="tfjobgen-cluster")
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        api.wait_until(lambda: _established(client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)),
+                       30, f"CRD {name} Established")
 
 
 def _established(crd: dict | None) -> bool:

@@ -1,0 +1,129 @@
+"""Every example job on every backend, held to its real controller on a local cluster.
+
+    .venv/bin/python benchmarks/real_controllers.py [--profiles seed-80c prod-96c] [--backends native jobset tfjob]
+                                                   [--jobs wide-deep ...] [--nodes N] [--crds DIR]
+
+For each profile a cluster shaped as it (`tfjobgen cluster up --nodes N`, N per profile below
+unless given) runs the Job controller, the JobSet controller and the training-operator. Each job
+of jobs/ is rendered on each backend into a namespace of its own labelled Pod Security
+"restricted", applied server-side, and once its pods are Running compared with what the
+backend's decode predicts (tfjobgen.cluster.conformance: pods and Services by name, labels,
+every pod's environment as the kubelet expands it, TF_CONFIG byte for byte); then TensorFlow
+reads every real pod's TF_CONFIG (tfjobgen.tf_resolver). Prints a Markdown table; exits 1 when
+any cell differs. The cluster tier (tests/cluster/test_backends_real.py) runs a sample of it.
+
+--crds: where monitoring.coreos.com's CRDs are (prod-96c's jobs emit a PodMonitor and a
+PrometheusRule); default $TFJOBGEN_CRD_DIR or ../shared/crds beside the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "generator"))
+
+from tfjobgen import backends, tf_resolver  # noqa: E402
+from tfjobgen.cluster import api, conformance  # noqa: E402
+
+BACKENDS = ("native", "jobset", "tfjob")
+PROFILES = ("seed-80c", "prod-96c")
+# Nodes for every job of jobs/ to fit alone (scene*-case4: 220 tasks; isolated PS each on a server
+# of their own): seed-80c's one group, prod-96c's main group and each of its pools.
+NODES = {"seed-80c": 44, "prod-96c": 24}
+JOB_FILES = sorted(p for p in (REPO / "jobs").glob("*.yaml") if p.name != "kustomization.yaml")
+
+
+def profile_file(name: str) -> Path:
+    return REPO / "overlays" / name / "cluster-profile.yaml"
+
+
+def tfjobgen(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tfjobgen", *args], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "generator")}, timeout=600,
+                          stdin=subprocess.DEVNULL)
+
+
+def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str) -> dict:
+    namespace = f"{job_file.stem}-{backend}"[:63]
+    row = {"profile": profile, "job": job_file.stem, "backend": backend}
+    try:
+        rendered = conformance.render(job_file, profile_file(profile), backend, namespace)
+    except conformance.Refused as refusal:
+        return {**row, "result": f"refused: {str(refusal).split(' (')[0]}"}
+    decoded = conformance.decoded_job(rendered)
+    conformance.restricted_namespace(objects, namespace)
+    started = time.monotonic()
+    conformance.apply(objects, rendered)
+    try:
+        conformance.wait_running(objects, namespace, len(decoded.pods), timeout=300)
+    except TimeoutError as err:
+        return {**row, "pods": len(decoded.pods), "result": f"not Running: {err}"}
+    running = time.monotonic() - started
+    found, observed = conformance.settled_differences(objects, namespace, decoded)
+    roles = tf_resolver.cluster_roles({p.role for p in decoded.pods},
+                                      backends.get(backend).naming.evaluator_in_cluster)
+    by_host = {p.hostname: p for p in decoded.pods}
+    cases = [tf_resolver.case(f"{profile} {namespace} {pod['metadata']['name']}",
+                              conformance.real_env(pod, observed.config_maps)[0]["TF_CONFIG"],
+                              by_host[conformance.host_of(pod)].role, by_host[conformance.host_of(pod)].index,
+                              conformance.host_of(pod), roles)
+             for pod in observed.pods if conformance.host_of(pod) in by_host]
+    conformance.remove(objects, rendered)
+    return {**row, "pods": len(decoded.pods), "services": len(observed.services), "running": running,
+            "differences": found, "cases": cases}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profiles", nargs="+", default=list(PROFILES), choices=PROFILES)
+    parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
+    parser.add_argument("--jobs", nargs="+", default=[p.stem for p in JOB_FILES])
+    parser.add_argument("--nodes", type=int, help="nodes per group (default: enough for the largest job)")
+    parser.add_argument("--crds", type=Path, default=Path(os.environ.get("TFJOBGEN_CRD_DIR")
+                                                          or REPO.parent / "shared" / "crds"))
+    args = parser.parse_args()
+    rows = []
+    for profile in args.profiles:
+        name = f"matrix-{profile}"
+        up = tfjobgen("cluster", "up", "--name", name, "--profile", str(profile_file(profile)),
+                      "--nodes", str(args.nodes or NODES[profile]), "--quiet")
+        if up.returncode != 0:
+            print(f"real_controllers: cluster up failed: {up.stderr.strip()}", file=sys.stderr)
+            return 1
+        try:
+            objects = api.Objects(api.connect(up.stdout.strip().splitlines()[-1]))
+            conformance.install_addon_crds(objects, args.crds)
+            for job_file in (p for p in JOB_FILES if p.stem in args.jobs):
+                for backend in args.backends:
+                    rows.append(run_cell(objects, job_file, profile, backend))
+                    print(f"{profile} {job_file.stem} {backend}: {rows[-1].get('result') or 'done'}", file=sys.stderr)
+        finally:
+            tfjobgen("cluster", "down", "--name", name)
+    cases = [c for row in rows for c in row.get("cases", [])]
+    misread = {tuple(w[0].split()[:2]) for w in tf_resolver.misread(cases)} if cases else set()
+    print("| profile | job | backend | pods | Services | apply to all Running | decode vs controller | TensorFlow reads |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    failed = False
+    for row in rows:
+        if "result" in row:
+            failed |= not row["result"].startswith("refused")
+            print(f"| {row['profile']} | {row['job']} | {row['backend']} | {row.get('pods', '-')} | - | - | "
+                  f"{row['result']} | - |")
+            continue
+        wrong = (row["profile"], f"{row['job']}-{row['backend']}"[:63]) in misread
+        failed |= bool(row["differences"]) or wrong
+        verdict = "same" if not row["differences"] else f"{len(row['differences'])} differences: " + "; ".join(
+            row["differences"][:3])
+        print(f"| {row['profile']} | {row['job']} | {row['backend']} | {row['pods']} | {row['services']} | "
+              f"{row['running']:.1f} s | {verdict} | {'misread' if wrong else 'as its pod'} |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

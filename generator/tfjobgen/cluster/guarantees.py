@@ -1,0 +1,238 @@
+"""What each topology guarantees, measured on the real kube-scheduler: the table of docs/design.md.
+
+Rows are topologies, each measured on the example jobs that use it; columns are situations:
+
+    arrival order         the job alone on exactly the servers it needs, objects created in shuffled orders
+    PS evicted, ...       the same with one spare server (per pool): once placed, a PS is evicted, then a
+                          server running the job's pods is lost; the layout must hold after both
+    shared cluster        every job of an overlay on one cluster of its profile, created in shuffled order,
+                          with the PriorityClasses the profile names
+    shared, no ...        the same without them
+
+Every run is `place.run_order`: a fresh local cluster, the real scheduler, `promises.verdicts`.
+A run is good when every pod is placed and every layout holds. docs/placement.py writes the
+table (all orders); the cluster tier runs a sample and checks the table is current.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from .. import emit, pipeline
+from . import place, tools
+
+REPO = tools.REPO
+JOBS = REPO / "jobs"
+FILES = {"deeprec-ctr": "deeprec-starserver.yaml"}  # job -> file, where they differ
+
+
+@dataclass(frozen=True)
+class Need:
+    """Servers a job needs alone on the seed's 80-core / 256 GiB nodes: for its PS, for the rest."""
+
+    ps: int
+    others: int
+
+    @property
+    def servers(self) -> int:
+        return self.ps + self.others
+
+
+# The seed's own server counts for its scenes (colocated: one server per group; isolated: one per PS
+# plus one per 10 workers); deeprec-ctr 10 PS servers + 80 workers at 10 per server; wide-deep one
+# server per PS (its workers, chief and evaluator fit beside them).
+NEEDS = {
+    "scene1-case1": Need(1, 0), "scene1-case2": Need(5, 0), "scene1-case3": Need(10, 0), "scene1-case4": Need(20, 0),
+    "scene2-case1": Need(1, 1), "scene2-case2": Need(5, 5), "scene2-case3": Need(10, 10), "scene2-case4": Need(20, 20),
+    "deeprec-ctr": Need(10, 8), "wide-deep": Need(4, 0),
+}
+ISOLATED = ("scene2-case1", "scene2-case2", "scene2-case3", "scene2-case4", "deeprec-ctr")
+ROWS = {  # row -> the example jobs it is measured on
+    "colocated": ("scene1-case1", "scene1-case2", "scene1-case3", "scene1-case4"),
+    "isolated": ISOLATED,
+    "isolated, with pools": ISOLATED,
+    "spread (preferred)": ("wide-deep",),
+    "spread (required)": ("wide-deep",),
+}
+ARRIVAL, REPLACEMENT = "arrival order", "PS evicted, then a node lost"
+SHARED, SHARED_PLAIN = "shared cluster", "shared, no PriorityClasses"
+COLUMNS = (ARRIVAL, REPLACEMENT, SHARED, SHARED_PLAIN)
+# The overlays whose shared cluster each row is measured in (prod-96c gives isolated jobs pools).
+SHARED_IN = {"colocated": ("seed-80c", "prod-96c"), "isolated": ("seed-80c",),
+             "isolated, with pools": ("prod-96c",), "spread (preferred)": ("seed-80c", "prod-96c"),
+             "spread (required)": ()}
+
+SEED_PROFILE = {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "seed-shape"},
+                "spec": {"node": {"cpu": 80, "memory": "256Gi"}}}
+
+
+def _dedicated(value: str) -> list[dict]:
+    return [{"key": "dedicated", "operator": "Equal", "value": value, "effect": "NoSchedule"}]
+
+
+def pools_profile(need: Need, spare: int) -> dict:
+    """Two pools tainted for their roles, sized for the job (plus `spare` each), and no other node."""
+    return {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "pools-80c"},
+            "spec": {"node": {"cpu": 80, "memory": "256Gi"}, "nodeCount": 1,
+                     "nodePools": {"ps": {"nodeSelector": {"pool": "ps"}, "tolerations": _dedicated("ps"),
+                                          "nodeCount": need.ps + spare},
+                                   "workers": {"nodeSelector": {"pool": "workers"}, "tolerations": _dedicated("workers"),
+                                               "nodeCount": need.others + spare}},
+                     "isolatedPools": {"ps": "ps", "worker": "workers"}}}
+
+
+# Shared clusters: sized as the sum of what each job needs alone, so every job fits however the
+# others land. prod-96c: 96-core nodes hold one colocated group each; wide-deep fits on 5,
+# ctr-jobset on 3; isolated PS go to ps-highmem (64 cores), their workers to cpu-workers.
+SHARED_NODES = {"seed-80c": {"": sum(n.servers for n in NEEDS.values()) + 3},
+                "prod-96c": {"": 1 + 5 + 10 + 20 + 5 + 3, "ps-highmem": 1 + 5 + 10 + 20 + 10,
+                             "cpu-workers": 1 + 4 + 8 + 16 + 7}}
+
+
+@dataclass
+class Figure:
+    good: int = 0
+    runs: int = 0
+    preemptions: int = 0
+    failures: list[str] = field(default_factory=list)  # one line per bad run, naming its order
+
+    def add(self, run: place.Run, jobs: tuple[str, ...], what: str) -> None:
+        mine = {key: o for key, o in run.jobs.items() if key.split("/")[-1] in jobs}
+        self.runs += 1
+        self.preemptions += sum(o.preemptions for o in mine.values())
+        bad = [f"{key}: {o.placed}/{o.tasks} placed" + ("; " + "; ".join(o.broken) if o.broken else "")
+               for key, o in sorted(mine.items()) if not (o.holds and o.placed == o.tasks)]
+        bad += [f"{key}: broken after the eviction" for key, held in run.after_eviction.items()
+                if not held and key.split("/")[-1] in jobs]
+        if bad:
+            pending = next((p for o in mine.values() for p in o.pending), None)
+            if pending:
+                bad.append(f"{pending[0]} pending: {pending[1]}")
+            self.failures.append(f"order {run.seed}{what}: " + " | ".join(bad))
+        else:
+            self.good += 1
+
+
+def render(job: str, profile: dict, spread_required: bool = False) -> list[dict]:
+    """The objects jobs/<job> becomes under `profile` (in-process, as kustomize would)."""
+    path = JOBS / FILES.get(job, f"{job}.yaml")
+    data = yaml.safe_load(path.read_text())
+    if spread_required:
+        data = copy.deepcopy(data)
+        data["spec"].setdefault("topology", {})["spread"] = "required"
+    with tempfile.TemporaryDirectory() as folder:
+        job_file = Path(folder) / path.name
+        job_file.write_text(yaml.safe_dump(data))
+        intents, problems = pipeline.load_intents([str(job_file)])
+    expansion = pipeline.expand(intents, pipeline.profile_from(profile))
+    errors = [p.format() for p in problems + expansion.problems if p.is_error]
+    assert not errors, "\n".join(errors)
+    return emit.kustomize_order([obj for group in expansion.objects for obj in group])
+
+
+def _run(objects: list[dict], profile: dict, nodes: int | None, seed: int, lose: bool, say) -> place.Run:
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="profile-") as handle:
+        handle.write(yaml.safe_dump(profile))
+        handle.flush()
+        return place.run_order(objects, handle.name, nodes, seed, lose, f"guarantee-{os.getpid()}-{seed}", say)
+
+
+def single_job(row: str, job: str, spare: int) -> tuple[list[dict], dict, int | None]:
+    """A job as a row measures it alone: its objects, its cluster's profile and main-group size."""
+    need = NEEDS[job]
+    if row == "isolated, with pools":
+        profile = pools_profile(need, spare)
+        return render(job, profile), profile, None
+    profile = SEED_PROFILE
+    return render(job, profile, spread_required=row == "spread (required)"), profile, need.servers + spare
+
+
+def shared_cluster(overlay: str, objects: list[dict]) -> tuple[dict, int]:
+    """The overlay's profile, its pools counted as SHARED_NODES says, and the main group's size."""
+    profile = yaml.safe_load((REPO / "overlays" / overlay / "cluster-profile.yaml").read_text())
+    counts = SHARED_NODES[overlay]
+    for pool, spec in profile["spec"].get("nodePools", {}).items():
+        spec.setdefault("nodeCount", counts.get(pool, 1))
+    return profile, counts[""]
+
+
+def without_priority_classes(objects: list[dict]) -> list[dict]:
+    objects = copy.deepcopy(objects)
+    for obj in objects:
+        for pod_spec in _pod_specs(obj):
+            pod_spec.pop("priorityClassName", None)
+    return objects
+
+
+def _pod_specs(value) -> list[dict]:
+    if isinstance(value, dict):
+        return [value] if "containers" in value else [s for v in value.values() for s in _pod_specs(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _pod_specs(v)]
+    return []
+
+
+def figures(overlays: dict[str, list[dict]], orders: range, rows: tuple[str, ...] = tuple(ROWS),
+            columns: tuple[str, ...] = COLUMNS, jobs_per_row: int | None = None,
+            progress: Callable[[str], None] = lambda line: None) -> dict[tuple[str, str], Figure]:
+    """Every asked-for cell: (row, column) -> Figure. `jobs_per_row`: only the first few jobs of a row."""
+    quiet = progress
+    found: dict[tuple[str, str], Figure] = {}
+    for row in rows:
+        for column, spare, lose in ((ARRIVAL, 0, False), (REPLACEMENT, 1, True)):
+            if column not in columns:
+                continue
+            figure = found[row, column] = Figure()
+            for job in ROWS[row][:jobs_per_row]:
+                objects, profile, nodes = single_job(row, job, spare)
+                for seed in orders:
+                    figure.add(_run(objects, profile, nodes, seed, lose, quiet), (job,), f" ({job})")
+            progress(f"{row}, {column}: {figure.good}/{figure.runs}")
+    for column, prepare in ((SHARED, lambda o: o), (SHARED_PLAIN, without_priority_classes)):
+        if column not in columns:
+            continue
+        for row in rows:
+            found[row, column] = Figure()
+        for overlay in sorted({o for row in rows for o in SHARED_IN[row]}):
+            profile, nodes = shared_cluster(overlay, overlays[overlay])
+            objects = prepare(overlays[overlay])
+            for seed in orders:
+                run = _run(objects, profile, nodes, seed, False, quiet)
+                for row in rows:
+                    if overlay in SHARED_IN[row]:
+                        found[row, column].add(run, ROWS[row], f" ({overlay})")
+            progress(f"{column}, {overlay}: {len(orders)} orders")
+    return found
+
+
+def table(found: dict[tuple[str, str], Figure]) -> str:
+    """The Markdown table: per cell, the runs that held of all runs, and the pods preempted."""
+    lines = ["| topology | " + " | ".join(COLUMNS) + " |", "| --- |" + " --- |" * len(COLUMNS)]
+    for row in ROWS:
+        cells = []
+        for column in COLUMNS:
+            figure = found.get((row, column))
+            if not figure or not figure.runs:
+                cells.append("-")
+                continue
+            preempted = f", {figure.preemptions} preempted" if figure.preemptions else ""
+            cells.append(f"{figure.good}/{figure.runs} held{preempted}")
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def save(found: dict[tuple[str, str], Figure], path: Path) -> None:
+    path.write_text(json.dumps({f"{row} | {column}": asdict(figure) for (row, column), figure in sorted(found.items())},
+                               indent=1) + "\n")
+
+
+def load(path: Path) -> dict[tuple[str, str], Figure]:
+    return {tuple(key.split(" | ")): Figure(**value) for key, value in json.loads(path.read_text()).items()}

@@ -1,0 +1,250 @@
+"""`tfjobgen place`: where the real kube-scheduler puts jobs, on a fresh local cluster of their profile.
+
+For each creation order (a seed): a new cluster shaped as the profile; the jobs' namespaces
+(Pod Security "restricted"); their objects created one after another in the seed's shuffled
+order; then wait until the scheduler settles (every pod created, bound or marked Unschedulable,
+no preemption under way, nothing moving for a while). Optionally one PS is then evicted and a
+server running the jobs' pods lost (NotReady: the node lifecycle controller evicts its pods), each
+followed by settling again. Each run reports, per job: pods placed, pods Pending with the
+scheduler's own reason, whether the topology's promise holds (promises.py), and preemptions.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .. import backends, promises
+from ..profile import ClusterProfile
+from . import api, control
+
+QUIET_SECONDS = 2.0  # nothing moved for this long: the scheduler is done with what it can place
+STUCK_SECONDS = 30.0  # a preemption that has not moved for this long is reported, not waited for
+SETTLE_TIMEOUT = 180.0
+LOST_NODE_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
+
+
+@dataclass
+class JobOutcome:
+    job: str  # namespace/name
+    topology: str
+    tasks: int
+    placed: int
+    holds: bool
+    broken: list[str] = field(default_factory=list)
+    pending: list[tuple[str, str]] = field(default_factory=list)  # (task, the scheduler's reason)
+    preemptions: int = 0  # pods of this job the scheduler preempted
+
+
+@dataclass
+class Run:
+    seed: int
+    order: list[str]  # the objects as created, Kind/name
+    jobs: dict[str, JobOutcome]
+    seconds: float  # from the first object created to settled (the last settling, after a loss)
+    evicted: str = ""
+    lost_node: str = ""
+    after_eviction: dict[str, bool] = field(default_factory=dict)  # job -> its promise held then
+    tasks: list[promises.Task] = field(default_factory=list)  # where every live pod ended up
+    skipped: list[str] = field(default_factory=list)  # kinds the local cluster has no API for (monitoring)
+
+    @property
+    def good(self) -> bool:
+        return all(o.holds and o.placed == o.tasks for o in self.jobs.values()) and all(self.after_eviction.values())
+
+
+def nodes_needed(jobs, profile: ClusterProfile, spare: int) -> int | None:
+    """Nodes of the main group when the profile does not count them: what the jobs need alone,
+    added up (each fits however the others land), plus `spare`. None when the profile counts them."""
+    if profile.node_count is not None:
+        return None
+    from ..planner import capacity
+
+    needed = sum(capacity.capacity(job, profile).own.nodes.get(capacity.NO_POOL, 0) for job in jobs)
+    return max(needed, 1) + spare
+
+
+def run_order(objects: list[dict], profile_path: str | None, nodes: int | None, seed: int, lose_node: bool,
+              name: str, say: Callable[[str], None]) -> Run:
+    """One creation order on a cluster of its own, started and stopped here."""
+    state = control.up(profile_path, nodes, name, lambda line: None, say)
+    try:
+        client = api.Objects(api.connect(str(state.kubeconfig)))
+        return _place(client, objects, seed, lose_node, state.nodes, say)
+    finally:
+        control.down(name)
+
+
+def _place(client: api.Objects, objects: list[dict], seed: int, lose_node: bool, node_count: int, say) -> Run:
+    expected = _expected_pods(objects)
+    namespaces = sorted({o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")})
+    for namespace in namespaces:
+        client.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
+    rng = random.Random(seed)
+    known = [o for o in objects if client.has_kind(o["apiVersion"], o["kind"])]
+    skipped = sorted({f"{o['apiVersion']} {o['kind']}" for o in objects if o not in known})
+    order = list(known)
+    rng.shuffle(order)
+    begun = time.monotonic()
+    for obj in order:
+        client.create(obj)
+    seen: dict[str, promises.Task] = {}  # every pod seen, by name: preempted ones are gone by the end
+    pods = settle(client, namespaces, expected, seen, say=say)
+    run = Run(seed, [f"{o['kind']}/{o['metadata']['name']}" for o in order], {}, 0.0, skipped=skipped)
+    if lose_node:
+        jobs_pods = [p for p in promises.live(pods) if promises.task_of(p).job and p["spec"].get("nodeName")]
+        ps_pods = sorted((p for p in jobs_pods if promises.task_of(p).role == "ps"), key=lambda p: p["metadata"]["name"])
+        if ps_pods:
+            victim = rng.choice(ps_pods)
+            run.evicted = victim["metadata"]["name"]
+            _evict(client, victim)
+            pods = settle(client, namespaces, expected, seen, gone=run.evicted, say=say)
+            run.after_eviction = {job: v.holds for job, v in promises.verdicts(pods, node_count).items()}
+        servers = sorted({p["spec"]["nodeName"] for p in promises.live(pods)
+                          if promises.task_of(p).job and p["spec"].get("nodeName")})
+        run.lost_node = rng.choice(servers)
+        client.patch("v1", "Node", run.lost_node, {"metadata": {"labels": {LOST_NODE_LABEL: "true"}}})
+        pods = settle(client, namespaces, expected, seen, lost=run.lost_node, say=say)
+        node_count -= 1
+    run.seconds = time.monotonic() - begun
+    run.jobs = outcomes(pods, node_count, _preemptions(client, namespaces, seen))
+    run.tasks = [promises.task_of(p) for p in promises.live(pods)]
+    return run
+
+
+def _expected_pods(objects: list[dict]) -> dict[str, int]:
+    return {job.key: len(job.pods) for job in backends.decode(objects)}
+
+
+def settle(client: api.Objects, namespaces: list[str], expected: dict[str, int], seen: dict,
+           gone: str = "", lost: str = "", say: Callable[[str], None] = lambda line: None) -> list[dict]:
+    """The pods once the scheduler is done: all there, each bound or Unschedulable, quiet for a while.
+
+    `seen` collects every pod met (name -> task); `gone`: a pod that must have been replaced first;
+    `lost`: a node whose pods must have left it. A preemption that has not moved for STUCK_SECONDS
+    ends the wait too: its pod is reported Pending, nominated for a node.
+    """
+    last, quiet_since, said = None, time.monotonic(), time.monotonic()
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    while True:
+        pods = [p for namespace in namespaces for p in client.list("v1", "Pod", namespace)]
+        live = promises.live(pods)
+        seen.update({p["metadata"]["name"]: promises.task_of(p) for p in pods})
+        counts = Counter(promises.task_of(p).job for p in live)
+        snapshot = sorted((p["metadata"]["name"], p["spec"].get("nodeName") or "",
+                           (p.get("status") or {}).get("nominatedNodeName") or "") for p in live)
+        nominated = [name for name, node, nomination in snapshot if nomination and not node]
+        complete = (all(counts.get(job, 0) >= n for job, n in expected.items())
+                    and all(p["spec"].get("nodeName") or _unschedulable(p) for p in live)
+                    and not any(name == gone for name, _, _ in snapshot)
+                    and not (lost and any(node == lost for _, node, _ in snapshot)))
+        now = time.monotonic()
+        if snapshot != last:
+            last, quiet_since = snapshot, now
+        quiet = now - quiet_since
+        if complete and (quiet >= QUIET_SECONDS and not nominated or quiet >= STUCK_SECONDS):
+            return pods
+        if now - said >= 15:
+            said = now
+            say(f"settling: {len(live)} pods, {sum(1 for _, node, _ in snapshot if node)} bound, "
+                f"{len(nominated)} nominated (preempting)")
+        if now > deadline:
+            raise TimeoutError(f"the scheduler did not settle in {SETTLE_TIMEOUT:.0f} s "
+                               f"({len(live)} pods, {len(nominated)} nominated)")
+        time.sleep(0.25)
+
+
+def _unschedulable(pod: dict) -> bool:
+    return any(c["type"] == "PodScheduled" and c["status"] == "False"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def pending_reason(pod: dict) -> str:
+    nominated = (pod.get("status") or {}).get("nominatedNodeName")
+    if nominated:
+        return f"nominated for {nominated}: waiting for the pods it preempted there to leave"
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "PodScheduled" and condition["status"] == "False":
+            return condition.get("message") or condition.get("reason") or "unschedulable"
+    return "not yet scheduled"
+
+
+def _evict(client: api.Objects, pod: dict) -> None:
+    meta = pod["metadata"]
+    eviction = client.resource("v1", "Pod").subresources["eviction"]
+    eviction.create(body={"apiVersion": "policy/v1", "kind": "Eviction",
+                          "metadata": {"name": meta["name"], "namespace": meta["namespace"]}},
+                    name=meta["name"], namespace=meta["namespace"])
+
+
+def _preemptions(client: api.Objects, namespaces: list[str], seen: dict) -> Counter:
+    """Pods the scheduler preempted, per job: its 'Preempted' events name the victims."""
+    found: Counter = Counter()
+    for namespace in namespaces:
+        for event in client.list("v1", "Event", namespace):
+            if event.get("reason") == "Preempted":
+                victim = seen.get((event.get("involved_object") or {}).get("name", ""))
+                found[victim.job if victim else "?"] += 1
+    return found
+
+
+def outcomes(pods: list[dict], node_count: int, preempted: Counter) -> dict[str, JobOutcome]:
+    pending = defaultdict(list)
+    for pod in promises.live(pods):
+        task = promises.task_of(pod)
+        if task.job and not task.node:
+            pending[task.job].append((task.name, pending_reason(pod)))
+    return {job: JobOutcome(job, v.topology, v.tasks, v.placed, v.holds, v.broken, sorted(pending[job]),
+                            preempted.get(job, 0))
+            for job, v in promises.verdicts(pods, node_count).items()}
+
+
+# ---- reports ----------------------------------------------------------------------------------
+
+HEADERS = ["ORDER", "JOB", "TOPOLOGY", "PLACED", "PENDING", "LAYOUT", "PREEMPTED", "SECONDS"]
+
+
+def rows(runs: list[Run]) -> list[list]:
+    found = []
+    for run in runs:
+        for job, outcome in sorted(run.jobs.items()):
+            layout = "holds" if outcome.holds else "BROKEN"
+            if run.after_eviction and not run.after_eviction.get(job, True):
+                layout += " (broken after the eviction)"
+            found.append([run.seed, job, outcome.topology, f"{outcome.placed}/{outcome.tasks}",
+                          len(outcome.pending), layout, outcome.preemptions, f"{run.seconds:.1f}"])
+    return found
+
+
+def details(runs: list[Run]) -> list[str]:
+    """What each run did to the jobs, and why pods wait, grouped by the scheduler's reason."""
+    lines = []
+    for kind in sorted({k for run in runs for k in run.skipped}):
+        lines.append(f"not created: {kind} (the local cluster has no such API; it does not change placement)")
+    for run in runs:
+        if run.lost_node:
+            lines.append(f"order {run.seed}: evicted {run.evicted or 'no PS'}, then lost {run.lost_node}")
+        for job, outcome in sorted(run.jobs.items()):
+            for broken in outcome.broken:
+                lines.append(f"order {run.seed}: {job}: {broken}")
+            reasons: dict[str, list[str]] = defaultdict(list)
+            for task, reason in outcome.pending:
+                reasons[reason].append(task)
+            for reason, tasks in sorted(reasons.items()):
+                shown = ", ".join(tasks[:6]) + (f" and {len(tasks) - 6} more" if len(tasks) > 6 else "")
+                lines.append(f"order {run.seed}: {job}: {shown} Pending: {reason}")
+    return lines
+
+
+def as_json(runs: list[Run]) -> dict:
+    return {"runs": [{
+        "order": run.seed, "seconds": round(run.seconds, 2), "created": run.order, "evicted": run.evicted,
+        "lostNode": run.lost_node, "heldAfterEviction": run.after_eviction,
+        "jobs": [{"job": o.job, "topology": o.topology, "tasks": o.tasks, "placed": o.placed, "holds": o.holds,
+                  "broken": o.broken, "pending": [{"task": t, "reason": r} for t, r in o.pending],
+                  "preemptions": o.preemptions} for o in sorted(run.jobs.values(), key=lambda o: o.job)],
+    } for run in runs], "good": all(run.good for run in runs)}
