@@ -10,15 +10,17 @@ rendered mode. benchmarks/gitops_loop.py (make demo-gitops) drives the same Repo
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
 
-from cluster_support import SESSION_HOME, local_cluster, need_cluster_tools, tfjobgen
+from cluster_support import SESSION_HOME, leftovers, local_cluster, need_cluster_tools, tfjobgen
 from conftest import REPO, need
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -113,6 +115,13 @@ def _identities(objects: list[dict], job: str | None = None) -> set[tuple[str, s
 def test_the_first_sync_brings_in_every_job_of_the_overlay_as_the_plugin_builds_it(live):
     state = live.cluster.state()["argocd"]
     assert state["applications"] == [APP, OTHER_APP], "only this cluster's destinations get an Application"
+    # The plugin server: the sidecar image's programs only, and no network (its own namespace: a loopback only).
+    cmp_server = next(pid for pid in leftovers(live.cluster.home)
+                      if b"ARGOCD_BINARY_NAME=argocd-cmp-server" in Path(f"/proc/{pid}/environ").read_bytes())
+    assert os.readlink(f"/proc/{cmp_server}/ns/net") != os.readlink("/proc/self/ns/net")
+    assert [line.split(":")[0].strip() for line in Path(f"/proc/{cmp_server}/net/dev").read_text().splitlines()[2:]] \
+        == ["lo"]
+    assert sorted(p.name for p in (live.cluster.home / "argocd" / "bin").iterdir()) == ["bash", "kustomize", "python3"]
     head = live.repo.head()
     for app in (APP, OTHER_APP):
         seen = live.synced(app, head)

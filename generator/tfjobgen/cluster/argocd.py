@@ -28,7 +28,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,8 +189,7 @@ def start(context, source: Source) -> dict:
     context.say(f"Argo CD: {len(applications)} Application(s) in {source.mode} mode, from {source.url} "
                 f"branch {source.revision}")
     return {"mode": source.mode, "repoURL": source.url, "revision": source.revision, "namespace": NAMESPACE,
-            "applications": applications, "plugin": plugin,
-            "destinations": sorted(destination_namespaces(source, context.profile.name))}
+            "applications": applications, "plugin": plugin}
 
 
 def _answers(port: int) -> bool:
@@ -347,9 +345,9 @@ def built_objects(source: Source, cluster: str) -> list[dict]:
     return objects
 
 
-def destination_namespaces(source: Source, cluster: str) -> set[str]:
+def _destination_namespaces(built: list[dict], cluster: str) -> set[str]:
     """The namespaces the AppProject lets Applications use on `cluster`."""
-    return {d["namespace"] for o in built_objects(source, cluster) if o["kind"] == "AppProject"
+    return {d["namespace"] for o in built if o["kind"] == "AppProject"
             for d in o["spec"].get("destinations") or [] if d.get("name") == cluster}
 
 
@@ -363,7 +361,7 @@ def apply(objects, source: Source, cluster: str, timeout: float = 60) -> list[st
     built = built_objects(source, cluster)
     appsets = {o["metadata"]["name"]: sum(len(g["list"]["elements"]) for g in o["spec"]["generators"] if "list" in g)
                for o in built if o["kind"] == "ApplicationSet"}
-    for namespace in sorted(destination_namespaces(source, cluster)):
+    for namespace in sorted(_destination_namespaces(built, cluster)):
         objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, manager=MANAGER)
     for obj in built:
         try:
