@@ -122,6 +122,8 @@ def test_the_first_sync_brings_in_every_job_of_the_overlay_as_the_plugin_builds_
     assert [line.split(":")[0].strip() for line in Path(f"/proc/{cmp_server}/net/dev").read_text().splitlines()[2:]] \
         == ["lo"]
     assert sorted(p.name for p in (live.cluster.home / "argocd" / "bin").iterdir()) == ["bash", "kustomize", "python3"]
+    # redis keeps the cluster's mark in its environment (it would overwrite it with its title): down finds it.
+    assert "redis-server" in {Path(f"/proc/{pid}/comm").read_text().strip() for pid in leftovers(live.cluster.home)}
     head = live.repo.head()
     for app in (APP, OTHER_APP):
         seen = live.synced(app, head)
@@ -330,10 +332,12 @@ def test_rendered_mode_does_the_same_from_rendered(live):
 
 
 def test_a_repository_argo_cd_cannot_follow_gets_one_line_and_starts_nothing(tmp_path):
+    need_cluster_tools("argocd", "kustomize")
     plain = tmp_path / "plain"
     plain.mkdir()
     detached = Repo.clone(REPO, tmp_path / "detached")
     detached.git("checkout", "--quiet", "--detach")
+    clone = Repo.clone(REPO, tmp_path / "clone")
     cases = {
         ("--argocd", str(tmp_path / "missing")): f"--argocd {tmp_path / 'missing'}: no such folder (a local git "
                                                  "repository: a path or a file:// URL)",
@@ -341,9 +345,28 @@ def test_a_repository_argo_cd_cannot_follow_gets_one_line_and_starts_nothing(tmp
         ("--argocd", str(detached.path)): f"--argocd {detached.path}: HEAD is detached; check out a branch "
                                           "(Argo CD follows a branch)",
         ("--argocd-mode", "rendered"): "--argocd-mode needs --argocd REPO",
+        # The embedded profile's cluster, "default", is none of the AppProject's destinations.
+        ("--argocd", str(clone.path)): "argocd/base/project.yaml names no destination on cluster 'default' (the "
+                                       "profile's name): no Application would run here",
     }
     for args, line in cases.items():
         proc = tfjobgen("cluster", "up", "--name", "refused", "--nodes", "1", *args)
         assert proc.returncode == 1 and proc.stderr.strip().splitlines() == [f"tfjobgen cluster up: {line}"], \
             proc.stderr
     assert not (SESSION_HOME / "refused").exists()
+
+
+def test_a_failed_argo_cd_start_says_why_and_leaves_nothing_running(tmp_path):
+    """A plugin.yaml the cmp-server refuses: every process `cluster up` started is stopped, its folder removed."""
+    need_cluster_tools("argocd", "kustomize")
+    repo = Repo.clone(REPO, tmp_path / "repo")
+    plugin = repo.path / "argocd" / "plugin" / "plugin.yaml"
+    plugin.write_text(plugin.read_text().replace("kind: ConfigManagementPlugin\n", "kind: ConfigManagementPlugins\n"))
+    repo.commit("a plugin.yaml Argo CD refuses")
+    proc = tfjobgen("cluster", "up", "--name", "argocd-refused", "--profile", str(SEED_PROFILE), "--nodes", "1",
+                    "--argocd", str(repo.path))
+    assert proc.returncode == 1, proc.stderr
+    assert "tfjobgen cluster up: argocd-cmp-server exited with code" in proc.stderr
+    assert "kind should be ConfigManagementPlugin, found ConfigManagementPlugins" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert leftovers(SESSION_HOME / "argocd-refused") == [] and not (SESSION_HOME / "argocd-refused").exists()

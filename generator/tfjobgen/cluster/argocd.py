@@ -92,6 +92,12 @@ def source(repo: str, mode: str) -> Source:
     return Source(root, branch, mode)
 
 
+def check(source: Source, cluster: str) -> None:
+    """Before anything starts: the programs, and argocd/<mode> giving this cluster an Application."""
+    check_programs()
+    built_objects(source, cluster)
+
+
 def check_programs() -> None:
     """The programs Argo CD needs here, or ToolsMissing saying how to get them."""
     lacking = tools.missing(PROGRAMS)

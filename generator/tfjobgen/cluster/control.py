@@ -45,7 +45,7 @@ def up(profile_path: str | None, nodes: int | None, name: str, say: Callable[[st
         raise tools.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
                                  f"(binaries go to {tools.cache_root()})")
     if gitops:
-        argocd.check_programs()
+        argocd.check(gitops, profile.name)
     _claim(name)
     layout = Layout(home.folder(name))
     started: list[processes.Started] = []
