@@ -41,7 +41,6 @@ TOOL_MARKERS = {
     "tensorflow": "imports TensorFlow or starts TensorFlow processes",
     "timeouts": "waits for real retries and timeouts over sockets (seconds per test)",
     "hypothesis": "runs many generated examples (property tests)",
-    "scheduler": "runs the kube-scheduler model (tests/simulation/) over a job's pods",
     "checkov": "runs checkov",
     "prometheus": "runs Debian's prometheus or promtool",
     "cluster": "starts a local cluster: etcd, kube-apiserver, controllers, KWOK (make cluster-tools builds them)",
@@ -94,9 +93,6 @@ def _tools_reached(function, seen: set) -> set[str]:
 def pytest_configure(config):
     for name, what in TOOL_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
-    from simulation.scheduler import Scheduler  # support code many tests share: declared here rather than in it
-
-    uses("scheduler")(Scheduler)
     config.addinivalue_line("markers", f"{FAST_MARKER}: needs none of {', '.join(TOOL_MARKERS)} (make test-fast)")
 
 

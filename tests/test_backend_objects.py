@@ -338,6 +338,37 @@ def test_kueue_without_a_queue_is_a_profile_error():
     assert any(p.field == "spec.gang.queue" for p in expansion.problems if has_errors([p]))
 
 
+def test_colocated_groups_placed_by_volcano_carry_task_topology_instead_of_affinity():
+    """Every pod of group g is task group-g and has no affinity rule; the PodGroup makes each group attract
+    itself and repel the others, so Volcano's task-topology buckets are exactly the job's groups."""
+    chosen = profile("volcano", colocatedGroups="scheduler")
+    expansion = expand(JOBS / "scene1-case2.yaml", "native", chosen)
+    assert expansion.ok, expansion.problems
+    assert not [p for p in expansion.problems if "PriorityClass" in p.message], "no preemption to ask for"
+    objects = expansion.objects[0]
+    annotations = _only(objects, "PodGroup")["metadata"]["annotations"]
+    (decoded,) = backends.decode(objects)
+    tasks = {pod.annotations[gang.VOLCANO_TASK_ANNOTATION]: [] for pod in decoded.pods}
+    for pod in decoded.pods:
+        assert "affinity" not in pod.spec and "topologySpreadConstraints" not in pod.spec, pod.name
+        tasks[pod.annotations[gang.VOLCANO_TASK_ANNOTATION]].append(pod)
+        assert pod.annotations[gang.VOLCANO_TASK_ANNOTATION] == f"group-{pod.labels['tfjobgen.dev/group']}"
+    # the groups are the job's: one PS and its workersPerServer (10) workers each
+    assert sorted(len(pods) for pods in tasks.values()) == [11] * 5
+    assert all(sum(p.labels["tfjobgen.dev/role"] == "ps" for p in pods) == 1 for pods in tasks.values())
+    assert annotations[gang.VOLCANO_AFFINITY_ANNOTATION].split(";") == sorted(tasks)
+    assert sorted(annotations[gang.VOLCANO_ANTI_AFFINITY_ANNOTATION].split(",")) == sorted(tasks)
+    spread = expand(JOBS / "wide-deep.yaml", "native", chosen).objects[0]
+    assert "annotations" not in _only(spread, "PodGroup")["metadata"], "only colocated jobs have groups"
+
+
+@pytest.mark.parametrize("scheduler", ("none", "scheduler-plugins", "kueue"))
+def test_colocated_groups_by_the_scheduler_need_volcano(scheduler):
+    expansion = expand(JOBS / "scene1-case2.yaml", "native", profile(scheduler, colocatedGroups="scheduler"))
+    (error,) = [p for p in expansion.problems if has_errors([p])]
+    assert error.field == "spec.gang.colocatedGroups" and "only volcano" in error.message
+
+
 # ---- DNS: every TF_CONFIG address reaches its task, through the Services the controllers create ----
 
 @pytest.mark.parametrize("backend", ("jobset", "tfjob"))

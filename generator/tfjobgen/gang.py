@@ -13,6 +13,11 @@ nothing" its own way:
 - scheduler-plugins: the coscheduling plugin's scheduling.x-k8s.io/v1alpha1 PodGroup
   (minMember, minResources, scheduleTimeoutSeconds) and the pod label
   scheduling.x-k8s.io/pod-group; pods go to the second scheduler the profile names.
+- colocated groups (spec.gang.colocatedGroups: scheduler, volcano only): every pod of group g
+  carries the annotation volcano.sh/task-spec: group-g, and the PodGroup tells Volcano's
+  task-topology plugin that each group's tasks attract each other and repel the other groups'
+  (topology.py leaves the pods without affinity rules); the plugin then scores a server up for a
+  group's pods where the group's other pods are, and down where another group's are.
 - kueue: the label kueue.x-k8s.io/queue-name on the workload object. Kueue turns a JobSet
   (one PodSet per replicatedJob) or a TFJob (one per replica type) into one Workload and
   admits it whole. A batch/v1 Job is a Workload of its own, so on native Kueue admits the
@@ -30,7 +35,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from . import labels, quantity
+from . import labels, quantity, topology
 from .model import TrainingJob
 from .problems import WARNING, Problem
 from .profile import ClusterProfile
@@ -40,6 +45,9 @@ VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 VOLCANO_API = "scheduling.volcano.sh/v1beta1"
 COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
 COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
+VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
+VOLCANO_AFFINITY_ANNOTATION = "volcano.sh/task-topology-affinity"
+VOLCANO_ANTI_AFFINITY_ANNOTATION = "volcano.sh/task-topology-anti-affinity"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_MAX_POD_SETS = 18  # Workload.spec.podSets maxItems (kueue.x-k8s.io CRD)
 
@@ -81,6 +89,9 @@ def pod_template(plan, template: dict) -> dict:
     meta = dict(template.get("metadata", {}))
     if chosen == "volcano":
         meta["annotations"] = {**meta.get("annotations", {}), VOLCANO_GROUP_ANNOTATION: group_name(plan.job)}
+        group = meta.get("labels", {}).get(labels.GROUP)
+        if group is not None and topology.groups_by_scheduler(plan.job, plan.profile):
+            meta["annotations"][VOLCANO_TASK_ANNOTATION] = _task_name(group)
         name = VOLCANO_SCHEDULER
     else:
         meta["labels"] = {**meta.get("labels", {}), COSCHEDULING_LABEL: group_name(plan.job)}
@@ -134,12 +145,28 @@ def objects(plan) -> list[dict]:
     resources = min_resources(plan)
     if resources:
         spec["minResources"] = resources
+    meta = {"labels": labels.recommended(job, "cluster"), "name": group_name(job), "namespace": job.namespace}
     if chosen == "volcano":
         api = VOLCANO_API
         if plan.profile.gang.queue:
             spec["queue"] = plan.profile.gang.queue
+        if topology.groups_by_scheduler(job, plan.profile):
+            meta["annotations"] = task_topology(job)
     else:
         api = COSCHEDULING_API
         spec["scheduleTimeoutSeconds"] = plan.profile.gang.schedule_timeout_seconds
-    meta = {"labels": labels.recommended(job, "cluster"), "name": group_name(job), "namespace": job.namespace}
     return [{"apiVersion": api, "kind": "PodGroup", "metadata": meta, "spec": spec}]
+
+
+def _task_name(group) -> str:
+    return f"group-{group}"
+
+
+def task_topology(job: TrainingJob) -> dict[str, str]:
+    """The PodGroup annotations of Volcano's task-topology plugin for a colocated job: each group's
+    tasks attract each other (one name alone: self-affinity), and all groups repel each other."""
+    groups = [_task_name(g) for g in range(job.roles["ps"].replicas)]
+    annotations = {VOLCANO_AFFINITY_ANNOTATION: ";".join(groups)}
+    if len(groups) > 1:  # one name alone would be self-anti-affinity: a group's pods on separate servers
+        annotations[VOLCANO_ANTI_AFFINITY_ANNOTATION] = ",".join(groups)
+    return annotations

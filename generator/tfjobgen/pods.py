@@ -15,8 +15,8 @@ controller, which JobSet's child Jobs go through too):
   does; spec and status fields only once the pod has them);
 - command and args get the same `$(VAR)` expansion.
 
-`tfjobgen run-local` starts these pods as processes; the scheduler simulation
-places them; the tests check that every TF_CONFIG names exactly the pod it is in.
+`tfjobgen run-local` starts these pods as processes; the tests check that every
+TF_CONFIG names exactly the pod it is in, here and on pods real controllers created.
 """
 
 from __future__ import annotations

@@ -78,6 +78,7 @@ class Gang:
     queue: str  # Volcano queue or Kueue LocalQueue ("": none)
     scheduler_name: str  # scheduler-plugins: the scheduler running the coscheduling plugin
     schedule_timeout_seconds: int
+    colocated_groups: str  # affinity | scheduler: who keeps a colocated group on one server
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,7 @@ def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> 
         gpu=Gpu(spec["gpu"]["resource"], spec["gpu"]["nodePool"], spec["gpu"]["perNode"]) if "gpu" in spec else None,
         monitoring=_monitoring(spec["monitoring"]),
         gang=Gang(spec["gang"]["scheduler"], spec["gang"]["queue"], spec["gang"]["schedulerName"],
-                  spec["gang"]["scheduleTimeoutSeconds"]),
+                  spec["gang"]["scheduleTimeoutSeconds"], spec["gang"]["colocatedGroups"]),
         origin=origin,
     )
 
@@ -217,6 +218,14 @@ def check(profile: ClusterProfile) -> list[Problem]:
         problems.append(Problem(
             f"ps and worker both name '{classes['ps']}': a PS can only preempt pods of lower priority, so name "
             "a class of lower value for workers, or leave worker unset", "spec.priorityClasses.worker"))
+    if profile.gang.colocated_groups == "scheduler" and profile.gang.scheduler != "volcano":
+        why = {"none": "no gang scheduler runs",
+               "scheduler-plugins": "the coscheduling plugin admits a group but places its pods one by one, as "
+                                    "kube-scheduler does",
+               "kueue": "Kueue 0.17's topology-aware scheduling puts a whole PodSet, or a pair of PodSets, in one "
+                        "domain, not each PS with its workers"}[profile.gang.scheduler]
+        problems.append(Problem(f"only volcano places a colocated group on one server ({why}): use affinity",
+                                "spec.gang.colocatedGroups"))
     if profile.gang.scheduler == "kueue" and not profile.gang.queue:
         problems.append(Problem("kueue admits a job only through a LocalQueue: name it in spec.gang.queue",
                                 "spec.gang.queue"))

@@ -3,7 +3,7 @@
 Every rule is pod (anti-)affinity on kubernetes.io/hostname against the pods'
 own labels, so the scheduler finds the servers itself. The rules are chosen so
 that the layout holds whatever order the pods arrive in (docs/design.md has the
-guarantees and the scheduler simulation's figures):
+guarantees, measured on the real kube-scheduler):
 
 - colocated: PS g and the workers of its group (worker w is in group
   w // workersPerServer) carry the label tfjobgen.dev/group=g. A PS keeps off
@@ -22,6 +22,10 @@ already keep PS one to a server. A pod that sets constraints of its own gets no
 system default spreading, which would otherwise pull the job's pods apart (its
 headless Service selects them all): it would undo the packing of isolated
 workers and send a replaced colocated PS away from its group.
+
+A profile whose gang scheduler places groups itself (spec.gang.colocatedGroups: scheduler, Volcano's
+task-topology; gang.py writes what it reads) gives colocated pods none of these rules: the group
+label stays, and the gang scheduler puts each group on one server without preempting anyone.
 
 Optional node pools add a nodeSelector and tolerations per role; isolated jobs
 get the profile's isolatedPools for roles they name no pool for. The profile's
@@ -64,6 +68,11 @@ class Placement:
 def group_of(job: TrainingJob, role: str, index: int) -> int:
     """colocated: the group of PS `index` (its own) or of worker `index` (the seed's INDEX = i // 10)."""
     return index if role == "ps" else index // job.topology.workers_per_server
+
+
+def groups_by_scheduler(job: TrainingJob, profile: ClusterProfile) -> bool:
+    """colocated, and the profile's gang scheduler keeps each group on one server (not pod affinity)."""
+    return job.topology.mode == "colocated" and profile.gang.colocated_groups == "scheduler"
 
 
 def roles_needing_own_objects(job: TrainingJob) -> set[str]:
@@ -136,11 +145,12 @@ def placement(job: TrainingJob, profile: ClusterProfile, role: str, index: int) 
     pool_name = pools(job, profile).get(role)
     pool = profile.node_pools[pool_name] if pool_name else None
     grouped = job.topology.mode == "colocated" and role in ("ps", "worker")
+    by_scheduler = grouped and groups_by_scheduler(job, profile)
     return Placement(
-        affinity=_affinity(job, role, index),
+        affinity={} if by_scheduler else _affinity(job, role, index),
         node_selector=dict(pool.node_selector) if pool else {},
         tolerations=pool.tolerations if pool else (),
-        topology_spread=_topology_spread(job, role),
+        topology_spread=() if by_scheduler else _topology_spread(job, role),
         priority_class=profile.priority_classes.get(PRIORITY_CLASS_OF[role]),
         labels={labels.GROUP: str(group_of(job, role, index))} if grouped else {},
     )
@@ -167,7 +177,8 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
 
 def _relies_on_profile(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     """Warnings where a topology needs something the profile does not give (a real profile's only)."""
-    if profile.embedded or job.topology.mode != "colocated" or "ps" in profile.priority_classes:
+    if (profile.embedded or job.topology.mode != "colocated" or "ps" in profile.priority_classes
+            or groups_by_scheduler(job, profile)):
         return []
     return [Problem(
         "on a cluster shared with other jobs a colocated PS can wait indefinitely for a server free of their "

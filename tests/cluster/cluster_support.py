@@ -86,6 +86,17 @@ class LocalCluster:
             "name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted",
                                      "pod-security.kubernetes.io/enforce-version": "latest"}}})
 
+    def namespace(self, name: str) -> None:
+        """A namespace jobs can run in: with the LocalQueue their profile names when it queues with Kueue
+        (a LocalQueue belongs with its namespace; tfjobgen names it and emits none)."""
+        self.objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        if "kueue" in self.state()["components"]:
+            from tfjobgen import pipeline
+            from tfjobgen.cluster.controllers import kueue
+
+            queue = kueue.local_queue(pipeline.load_profile(self.state()["profile"] or None), name)
+            self.wait(lambda: self.objects.apply(queue), f"LocalQueue {name}/{queue['metadata']['name']}")
+
     def pods(self, namespace: str, selector: str = "") -> list[dict]:
         return self.objects.list("v1", "Pod", namespace, label_selector=selector)
 
@@ -119,8 +130,9 @@ def leftovers(cluster_home: Path) -> list[int]:
 
 @uses("cluster")  # on the wrapper: conftest's marking does not look inside contextlib's
 @contextlib.contextmanager
-def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *extra: str):
-    """A cluster shaped as `profile`, up for the `with` block; every process of it gone after."""
+def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *extra: str, env: dict | None = None):
+    """A cluster shaped as `profile`, up for the `with` block; every process of it gone after.
+    `env`: added to `cluster up`'s environment (such as another tools cache)."""
     need_cluster_tools()
     name = f"t{os.getpid()}-{next(_names)}"
     args = ["cluster", "up", "--name", name, *extra]
@@ -130,7 +142,7 @@ def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *ext
         args += ["--nodes", str(nodes)]
     started = time.monotonic()
     try:
-        proc = tfjobgen(*args)
+        proc = tfjobgen(*args, env=env)
         assert proc.returncode == 0, f"cluster up failed ({time.monotonic() - started:.1f}s):\n{proc.stderr}"
         kubeconfig = Path(proc.stdout.strip().splitlines()[-1])
         yield LocalCluster(name, kubeconfig, proc.stderr)

@@ -185,4 +185,9 @@ def test_the_nodes_plan_counts_are_the_nodes_the_scheduler_needs(cluster, scene,
     reshape(cluster, node_objects(servers))
     assert pending(place_objects(cluster, render(path), seed=5)) == []
     reshape(cluster, node_objects(servers - 1))
-    assert pending(place_objects(cluster, render(path), seed=5)), f"{servers - 1} servers are too few"
+    waiting = pending(place_objects(cluster, render(path), seed=5))
+    counted = pipeline.profile_from({"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile",
+                                     "metadata": {"name": "counted"}, "spec": {"nodeCount": servers - 1}})
+    predicted = capacity.capacity(job, counted).own.pending
+    # Which role waits depends on the order pods arrive in; how many wait does not.
+    assert len(waiting) == sum(len(p.indexes) for p in predicted) > 0, (waiting, predicted)

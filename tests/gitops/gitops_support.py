@@ -70,9 +70,10 @@ def commit_all(repo: Path, message: str) -> str:
 
 
 @uses("kubectl")  # hydrate and diff build overlays
-def tfjobgen(repo: Path, *args: str) -> subprocess.CompletedProcess:
+def tfjobgen(repo: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """The installed CLI (the package under test), run in `repo` as a user would."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "generator"), "PATH": PYTHON_BIN + os.pathsep + os.environ["PATH"]}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "generator"), "PATH": PYTHON_BIN + os.pathsep + os.environ["PATH"],
+           **(env or {})}
     return subprocess.run([sys.executable, "-m", "tfjobgen", *args], capture_output=True, text=True, cwd=repo,
                           env=env, timeout=300)
 

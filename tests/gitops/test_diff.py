@@ -12,8 +12,9 @@ import re
 import pytest
 import yaml
 
-from conftest import uses
+from conftest import need, uses
 from gitops_support import commit_all, copy_repo, crd_dir, git, tfjobgen, write_job_list
+from tfjobgen.cluster import control, tools
 from tfjobgen.gitops import diff
 
 
@@ -67,7 +68,7 @@ def test_added_changed_and_removed_jobs_per_cluster(repo):
     edit(repo / "jobs" / "wide-deep.yaml", "worker: {replicas: 32,", "worker: {replicas: 40,")
     (repo / "jobs" / "scene2-case1.yaml").unlink()
     write_job_list(repo)
-    proc = tfjobgen(repo, "diff", "main", "--crds", str(crd_dir()))  # as the workflow: prod-96c has PodMonitors
+    proc = tfjobgen(repo, "diff", "main", "--crds", str(crd_dir()), "--no-place")  # prod-96c has PodMonitors
     assert proc.returncode == 0, proc.stderr
     report = proc.stdout
     assert report.startswith(diff.MARKER + "\n")
@@ -91,13 +92,39 @@ def test_added_changed_and_removed_jobs_per_cluster(repo):
     assert "No problems found." in report
 
 
+def test_the_report_places_added_and_changed_jobs_on_the_real_scheduler(repo):
+    need("the local cluster's programs", None if tools.missing(control.CORE_PROGRAMS) else "built",
+         "make cluster-tools builds them")
+    add_job(repo, "ctr-small", "placement-experiments")
+    edit(repo / "jobs" / "wide-deep.yaml", "worker: {replicas: 32,", "worker: {replicas: 40,")
+    write_job_list(repo)
+    proc = tfjobgen(repo, "diff", "main", "--crds", str(crd_dir()))
+    assert proc.returncode == 0, proc.stderr
+    seed = proc.stdout.split("### Cluster `seed-80c`")[1]
+    placement = seed.split("on the real kube-scheduler (<code>tfjobgen place</code>)</summary>")[1].split("</details>")[0]
+    assert_tables_are_well_formed(placement)
+    for order in (0, 1):  # two creation orders, every pod of both jobs placed, each layout intact
+        # 4 PS, 40 workers (the change), the chief and the evaluator
+        assert re.search(rf"\| {order} \| ml-training/wide-deep \| spread \| 46/46 \| 0 \| holds \|", placement), placement
+        assert re.search(rf"\| {order} \| placement-experiments/ctr-small \| \w+ \| (\d+)/\1 \| 0 \| holds \|",
+                         placement), placement
+
+
+def test_without_the_cluster_programs_the_report_says_placement_was_not_checked(repo, tmp_path):
+    edit(repo / "jobs" / "wide-deep.yaml", "worker: {replicas: 32,", "worker: {replicas: 40,")
+    proc = tfjobgen(repo, "diff", "main", env={"TFJOBGEN_TOOLS_CACHE": str(tmp_path / "nothing-built")})
+    assert proc.returncode == 0, proc.stderr
+    assert ("_Placement not checked on a local cluster: its programs are not built here (etcd, kube-apiserver, "
+            "kube-controller-manager, kube-scheduler, kwok; `make cluster-tools` builds them)._") in proc.stdout
+
+
 def test_a_base_that_predates_the_project(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "README.md").write_text("an empty project\n")
     commit_all(repo, "before tfjobgen")
     copy_repo(repo)
-    proc = tfjobgen(repo, "diff", "HEAD")
+    proc = tfjobgen(repo, "diff", "HEAD", "--no-place")
     assert proc.returncode == 0, proc.stderr
     assert "predates tfjobgen (no jobs/ or overlays/): every job is new" in proc.stdout
     assert "| seed-80c | 3 | 0 | 0 | 0 |" in proc.stdout
@@ -105,7 +132,7 @@ def test_a_base_that_predates_the_project(tmp_path):
 
 def test_an_invalid_job_fails_with_its_file_and_line_in_the_report(repo):
     edit(repo / "jobs" / "wide-deep.yaml", "memory: 32Gi}", "memory: 32 gigs}")
-    proc = tfjobgen(repo, "diff", "main")
+    proc = tfjobgen(repo, "diff", "main", "--no-place")
     assert proc.returncode == 1
     assert_tables_are_well_formed(proc.stdout)
     problem = next(line for line in proc.stdout.splitlines() if "32 gigs" in line)
@@ -117,7 +144,7 @@ def test_an_invalid_job_fails_with_its_file_and_line_in_the_report(repo):
 def test_namespace_moves_and_forbidden_namespaces_are_errors(repo):
     edit(repo / "jobs" / "scene2-case1.yaml", "namespace: placement-experiments", "namespace: ml-training")
     add_job(repo, "research-probe", "research")
-    proc = tfjobgen(repo, "diff", "main")
+    proc = tfjobgen(repo, "diff", "main", "--no-place")
     assert proc.returncode == 1, proc.stdout
     report = proc.stdout
     assert_tables_are_well_formed(report)
@@ -130,7 +157,7 @@ def test_two_jobs_with_one_name_are_an_error_even_in_different_namespaces(repo):
     (repo / "jobs" / "wide-deep-copy.yaml").write_text(  # the same name in another namespace
         (repo / "jobs" / "wide-deep.yaml").read_text().replace("namespace: ml-training",
                                                                 "namespace: placement-experiments"))
-    proc = tfjobgen(repo, "diff", "main")
+    proc = tfjobgen(repo, "diff", "main", "--no-place")
     assert proc.returncode == 1, proc.stdout
     assert_tables_are_well_formed(proc.stdout)
     problem = "| error | `jobs/wide-deep.yaml:7` | `metadata.name` | job name 'wide-deep' is already used by " \
@@ -141,12 +168,12 @@ def test_two_jobs_with_one_name_are_an_error_even_in_different_namespaces(repo):
 
 
 def test_diff_outside_the_repository_root_says_where_to_run_it(tmp_path):
-    proc = tfjobgen(tmp_path, "diff", "main")
+    proc = tfjobgen(tmp_path, "diff", "main", "--no-place")
     assert proc.returncode == 2 and "run it from the repository root" in proc.stderr
 
 
 def test_an_unknown_base_revision_says_how_to_fetch_it(repo):
-    proc = tfjobgen(repo, "diff", "origin/main")
+    proc = tfjobgen(repo, "diff", "origin/main", "--no-place")
     assert proc.returncode == 2
     assert "unknown revision 'origin/main'" in proc.stderr and "fetch-depth: 0" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -155,7 +182,7 @@ def test_an_unknown_base_revision_says_how_to_fetch_it(repo):
 def test_the_base_is_read_from_git_without_touching_the_repository(repo):
     status, head = git(repo, "status", "--porcelain"), git(repo, "rev-parse", "HEAD")
     edit(repo / "jobs" / "wide-deep.yaml", "worker: {replicas: 32,", "worker: {replicas: 36,")
-    assert tfjobgen(repo, "diff", "main").returncode == 0
+    assert tfjobgen(repo, "diff", "main", "--no-place").returncode == 0
     assert git(repo, "rev-parse", "HEAD") == head
     assert git(repo, "worktree", "list").count("\n") == 0, "no worktree was added"
     assert git(repo, "status", "--porcelain") != status  # only the edit
@@ -169,7 +196,7 @@ def test_the_report_folds_in_the_plan_of_each_added_or_changed_job(repo):
     job["spec"]["training"] = {"partitioner": "none"}
     (repo / "jobs" / "ctr-small.yaml").write_text(yaml.safe_dump(job, sort_keys=False))
     edit(repo / "jobs" / "scene2-case1.yaml", "ps: {replicas: 1,", "ps: {replicas: 2,")
-    proc = tfjobgen(repo, "diff", "main")
+    proc = tfjobgen(repo, "diff", "main", "--no-place")
     assert proc.returncode == 0, proc.stderr
     assert_tables_are_well_formed(proc.stdout)
     cluster = section(proc.stdout, "seed-80c")
@@ -184,7 +211,7 @@ def test_the_report_folds_in_the_plan_of_each_added_or_changed_job(repo):
 def test_the_plan_of_a_patched_job_is_the_plan_of_the_job_the_cluster_gets(repo):
     """prod-96c patches wide-deep to 48 workers: its plan says 48, as the table above it does."""
     edit(repo / "jobs" / "wide-deep.yaml", "ps: {replicas: 4,", "ps: {replicas: 5,")
-    proc = tfjobgen(repo, "diff", "main")
+    proc = tfjobgen(repo, "diff", "main", "--no-place")
     assert proc.returncode == 0, proc.stderr
     for cluster, workers in (("prod-96c", 48), ("seed-80c", 32)):
         assert f"{workers} x 4 CPU/8Gi" in " ".join(row(proc.stdout, cluster, "ml-training/wide-deep"))
@@ -209,9 +236,9 @@ def _affected(repo, tmp_path):
 @uses("kubectl")
 def _reports(repo, monkeypatch) -> tuple[str, str]:
     """The report as `tfjobgen diff main` makes it, and the same report with every job built."""
-    selective = diff.to_markdown(diff.make_report(repo, "main"))
+    selective = diff.to_markdown(diff.make_report(repo, "main", place=False))
     monkeypatch.setattr(diff, "affected_files", lambda *args: None)
-    everything = diff.to_markdown(diff.make_report(repo, "main"))
+    everything = diff.to_markdown(diff.make_report(repo, "main", place=False))
     return selective, everything
 
 

@@ -180,6 +180,11 @@ def _pod_specs(value) -> list[dict]:
     return []
 
 
+# A replacement run waits for the Job controller's backoff and the taint manager: the column is
+# measured on the first jobs of each row (the smaller ones), every order.
+REPLACEMENT_JOBS = 2
+
+
 def figures(overlays: dict[str, list[dict]], orders: range, rows: tuple[str, ...] = tuple(ROWS),
             columns: tuple[str, ...] = COLUMNS, jobs_per_row: int | None = None,
             progress: Callable[[str], None] = lambda line: None) -> dict[tuple[str, str], Figure]:
@@ -191,7 +196,8 @@ def figures(overlays: dict[str, list[dict]], orders: range, rows: tuple[str, ...
             if column not in columns:
                 continue
             figure = found[row, column] = Figure()
-            for job in ROWS[row][:jobs_per_row]:
+            limit = min(jobs_per_row or len(ROWS[row]), REPLACEMENT_JOBS if lose else len(ROWS[row]))
+            for job in ROWS[row][:limit]:
                 objects, profile, nodes = single_job(row, job, spare)
                 for seed in orders:
                     figure.add(_run(objects, profile, nodes, seed, lose, quiet), (job,), f" ({job})")

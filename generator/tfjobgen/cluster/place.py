@@ -11,6 +11,7 @@ scheduler's own reason, whether the topology's promise holds (promises.py), and 
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections import Counter, defaultdict
@@ -248,3 +249,28 @@ def as_json(runs: list[Run]) -> dict:
                   "broken": o.broken, "pending": [{"task": t, "reason": r} for t, r in o.pending],
                   "preemptions": o.preemptions} for o in sorted(run.jobs.values(), key=lambda o: o.job)],
     } for run in runs], "good": all(run.good for run in runs)}
+
+
+# ---- for `tfjobgen diff` ------------------------------------------------------------------------
+
+def for_review(objects: list[dict], intents: list[dict], profile_file: str | None, orders: int = 2) -> str:
+    """Markdown for a pull request: where the real scheduler puts these jobs (`objects`, rendered from
+    `intents`) on a local cluster of the profile, or one line saying why it was not checked."""
+    from .. import pipeline, table
+    from . import tools
+
+    lacking = tools.missing(control.CORE_PROGRAMS)
+    if lacking:
+        return ("_Placement not checked on a local cluster: its programs are not built here "
+                f"({', '.join(lacking)}; `make cluster-tools` builds them)._")
+    profile = pipeline.load_profile(profile_file)
+    jobs = [job for job in (pipeline.validate(pipeline.Intent(data), profile)[0] for data in intents) if job]
+    nodes = nodes_needed(jobs, profile, spare=0)
+    runs = []
+    for seed in range(orders):
+        try:
+            runs.append(run_order(objects, profile_file, nodes, seed, False, f"review-{os.getpid()}-{seed}",
+                                  lambda line: None))
+        except Exception as err:  # noqa: BLE001 - a note in the review, never a failed diff
+            return f"_Placement not checked on a local cluster: {err}_"
+    return "\n".join([table.markdown(HEADERS, rows(runs))] + [f"- {line}" for line in details(runs)])

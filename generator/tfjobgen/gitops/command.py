@@ -38,6 +38,9 @@ def register(commands) -> None:
     diff.add_argument("-o", "--output", metavar="FILE", help="write the report here (default: stdout)")
     diff.add_argument("--crds", metavar="DIR",
                       help="folder of CustomResourceDefinition YAML files to validate custom resources against")
+    diff.add_argument("--no-place", dest="place", action="store_false",
+                      help="skip placing the added and changed jobs on a local cluster of each overlay's profile "
+                           "(on by default when `make cluster-tools` has built its programs)")
     diff.set_defaults(run=_diff)
 
 
@@ -88,7 +91,7 @@ def _diff(args) -> int:
     from . import build, diff, tree
 
     try:
-        return diff.run(Path.cwd(), args.base, args.output, args.crds)
+        return diff.run(Path.cwd(), args.base, args.output, args.crds, place=args.place)
     except (build.ToolMissing, tree.GitError) as err:
         print(f"tfjobgen diff: {err}", file=sys.stderr)
         return 2

@@ -254,6 +254,7 @@ class Cluster:
     unchanged: int
     note: str = ""
     plans: list[str] = field(default_factory=list)  # `tfjobgen plan` of each added or changed job, Markdown
+    placement: str = ""  # `tfjobgen place` of the added and changed jobs on a local cluster, Markdown
 
 
 @dataclass
@@ -276,7 +277,7 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
     return sorted(distinct(problems), key=lambda p: (not p.is_error, p.file, p.line, p.field, p.message))
 
 
-def make_report(root: Path, base_ref: str, crd_dir: str | None = None) -> Report:
+def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bool = True) -> Report:
     commit = tree.resolve_commit(root, base_ref)
     with tempfile.TemporaryDirectory(prefix="tfjobgen-base-") as scratch:
         base_root = Path(scratch)
@@ -310,11 +311,38 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None) -> Report
         unchanged = len(describe.jobs(new)) - sum(c.change != "removed" for c in changes) + head.unbuilt
         keys = [c.key for c in changes if c.change != "removed"]
         clusters.append(Cluster(overlay, changes, unchanged, note,
-                                plans_of(root, overlay, head.jobs, keys, head.intents.get(overlay))))
+                                plans_of(root, overlay, head.jobs, keys, head.intents.get(overlay)),
+                                placement_of(root, overlay, new, keys, head.intents.get(overlay)) if place else ""))
         for project in policy.projects(root):
             problems += policy.check(project, overlay, new)
     problems += output_problems(base, head, crd_dir)
     return Report(base.label, head.label, clusters, _dedupe(problems))
+
+
+def placement_of(root: Path, overlay: str, objects: list[dict], keys: list[str], built: list[dict] | None) -> str:
+    """Where the real scheduler puts the added and changed jobs, on a local cluster of the overlay's
+    profile (`tfjobgen place`, two creation orders): "" when no job was added or changed."""
+    if not keys:
+        return ""
+    from ..cluster import place
+
+    wanted = set(keys)
+    mine = [o for o in objects if f"{o['metadata'].get('namespace', '')}/{_job_label(o)}" in wanted]
+    if built is None:
+        built = build.intents_as_built(root, overlay)
+    intents_of_keys = [d for d in built or [] if f"{intents.ref_of(d).namespace}/{intents.ref_of(d).name}" in wanted]
+    return place.for_review(mine, intents_of_keys, _profile_file(root, overlay))
+
+
+def _job_label(obj: dict) -> str:
+    from .. import labels
+
+    return (obj["metadata"].get("labels") or {}).get(labels.JOB, "")
+
+
+def _profile_file(root: Path, overlay: str) -> str | None:
+    return next((str(path) for path in sorted((root / tree.OVERLAYS / overlay).glob("*.y*ml")) if _is_profile(path)),
+                None)
 
 
 def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str],
@@ -327,10 +355,8 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
     from .. import pipeline
     from ..planner import report, variables
 
-    profile_file = next((str(path) for path in sorted((root / tree.OVERLAYS / overlay).glob("*.y*ml"))
-                         if _is_profile(path)), None)
     try:
-        profile = pipeline.load_profile(profile_file)
+        profile = pipeline.load_profile(_profile_file(root, overlay))
     except InvalidInput:
         return []
     files = {job.key: job.file for job in jobs}
@@ -472,6 +498,10 @@ def to_markdown(report: Report) -> str:
                 out.append(f"- `{change.key}`")
                 out += [f"  - {line}" for line in change.details]
             out += ["", "</details>"]
+        if cluster.placement:
+            out += ["", f"<details><summary>Placement of the added and changed jobs in {cluster.overlay} on the "
+                        "real kube-scheduler (<code>tfjobgen place</code>)</summary>", "", cluster.placement, "",
+                    "</details>"]
         if cluster.plans:
             out += ["", f"<details><summary>Plans of the added and changed jobs in {cluster.overlay} "
                         "(<code>tfjobgen plan</code>)</summary>", ""]
@@ -483,13 +513,13 @@ def to_markdown(report: Report) -> str:
 
 
 def run(root: Path, base_ref: str, output: str | None = None, crd_dir: str | None = None,
-        out=sys.stdout, err=sys.stderr) -> int:
+        out=sys.stdout, err=sys.stderr, place: bool = True) -> int:
     """The command: write the report; 0 without errors, 1 with errors, 2 when it cannot run."""
     if not tree.is_tree(root):
         print(f"tfjobgen diff: run it from the repository root (the folder with {tree.OVERLAYS}/); {root} has none",
               file=err)
         return 2
-    report = make_report(root, base_ref, crd_dir)
+    report = make_report(root, base_ref, crd_dir, place)
     text = to_markdown(report)
     if output:
         Path(output).write_text(text, encoding="utf-8")

@@ -1,14 +1,144 @@
-"""Kueue: not built into local clusters yet (a placeholder its module replaces)."""
+"""Kueue (sigs.k8s.io/kueue), for profiles whose spec.gang.scheduler is kueue.
+
+Kueue admits a whole Workload against a ClusterQueue's quota: its webhooks suspend every JobSet,
+TFJob or batch/v1 Job that names a LocalQueue (the label kueue.x-k8s.io/queue-name), and it
+unsuspends the object once all of its PodSets fit. Its webhooks are therefore required; they,
+and the conversion webhooks of its CRDs (v1beta1 and v1beta2 are both served), are served on
+127.0.0.1 with a certificate of the cluster's CA and registered by URL.
+
+What `cluster up` creates for it: the ResourceFlavor `default` and the ClusterQueue `tfjobgen`,
+whose quota is everything the nodes can allocate (CPU, memory and every extended resource), for
+every namespace; and the LocalQueue the profile names (spec.gang.queue) in namespace `default`.
+A LocalQueue is namespaced and belongs with the namespace, as the ClusterQueue it draws on belongs
+with the cluster: tfjobgen names it on every job and emits none (two jobs of a namespace would
+emit it twice). A namespace made later gets it from `local_queue(profile, namespace)`, as
+tests/cluster/cluster_support.py's `LocalCluster.namespace` does.
+"""
 
 from __future__ import annotations
 
+import base64
+import json
+import os
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+from ... import quantity
+from .. import api, tools
+from ..processes import Component
+from . import Context, load_yaml_files, wait_healthy, wait_serving
+
 NAME = "kueue"
-PROGRAMS: list[str] = []
+PROGRAMS = ["kueue"]
+API = "kueue.x-k8s.io/v1beta2"
+NAMESPACE = "kueue-system"  # its own namespace (events, MultiKueue secrets), as upstream installs it
+FLAVOR, CLUSTER_QUEUE = "default", "tfjobgen"
+FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/tfjob"]  # what tfjobgen's backends emit
+# Webhooks of Kueue's own kinds and of the integrations above; the others would only answer for
+# kinds we never create (Kueue serves them as no-ops), and each is one more call per object.
+WEBHOOK_PATHS = ("kueue-x-k8s-io", "-batch-v1-job", "-jobset-x-k8s-io-", "-kubeflow-org-v1-tfjob")
+# With internalCertManagement off, Kueue 0.17 reads its metrics server's certificate from this fixed
+# path (cmd/kueue/main.go; no setting moves it) and exits when it is missing. One pair there serves
+# every local cluster: nothing scrapes the metrics, so whose CA signed it does not matter.
+METRICS_CERTS = Path("/etc/kueue/metrics/certs")
+CONVERTED = ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters")  # config/components/crd/patches
 
 
 def wanted(profile) -> bool:
-    return False
+    return profile.gang.scheduler == "kueue"
 
 
-def start(context) -> None:
-    raise NotImplementedError(NAME)
+def start(context: Context) -> None:
+    family = tools.family_of("kueue")
+    webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
+    bundle = base64.b64encode(context.ca.cert.read_bytes()).decode()
+    crds = load_yaml_files(family.asset("config/components/crd/bases"))
+    for crd in crds:
+        if crd["metadata"]["name"].split(".")[0] in CONVERTED:
+            crd["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {
+                "clientConfig": {"url": f"https://127.0.0.1:{webhook_port}/convert", "caBundle": bundle},
+                "conversionReviewVersions": ["v1"]}}
+    context.install(crds + [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
+    certificates = context.serving_certificate(NAME)
+    _metrics_certificate(certificates)
+    configuration = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "namespace": NAMESPACE,
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},  # it would write a Secret and rotate certificates in-cluster
+        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certificates)},
+        "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "clientConnection": {"qps": 500, "burst": 1000},
+        "integrations": {"frameworks": FRAMEWORKS},
+        # The visibility API server would listen on every address (port 8082) and wants an APIService.
+        "featureGates": {"VisibilityOnDemand": False},
+    }
+    config_file = context.layout.config / "kueue.json"
+    config_file.parent.mkdir(parents=True, exist_ok=True)
+    config_file.write_text(json.dumps(configuration, indent=1) + "\n")
+    process = context.launch(Component(NAME, [
+        str(tools.program("kueue")), f"--config={config_file}", f"--kubeconfig={context.layout.kubeconfig}",
+        "--zap-log-level=info",
+    ]))
+    wait_serving(process, webhook_port, context.ca)
+    wait_healthy(process, health_port, "/readyz")
+    manifests = load_yaml_files(family.asset("config/components/webhook/manifests.yaml"))
+    for configuration_object in manifests:
+        configuration_object["webhooks"] = [
+            w for w in configuration_object.get("webhooks", [])
+            if any(part in w["clientConfig"]["service"]["path"] for part in WEBHOOK_PATHS)]
+    context.register_webhooks(manifests, webhook_port, NAME)
+    for obj in queues(context.profile, nodes=context.objects.list("v1", "Node")):
+        # Kueue's own webhooks validate these: they answer once its caches have synced.
+        api.wait_until(lambda obj=obj: context.objects.apply(obj, manager="tfjobgen-cluster"), 60,
+                       f"{obj['kind']} {obj['metadata']['name']} accepted")
+    api.wait_until(lambda: _active(context.objects.get(API, "ClusterQueue", CLUSTER_QUEUE)), 60,
+                   f"ClusterQueue {CLUSTER_QUEUE} Active")
+
+
+def _metrics_certificate(certificates: Path) -> None:
+    """Our webhook pair, copied to METRICS_CERTS (each file replaced whole: another cluster may be reading)."""
+    METRICS_CERTS.mkdir(parents=True, exist_ok=True)
+    for name in ("tls.crt", "tls.key"):
+        staged = METRICS_CERTS / f".{name}.{os.getpid()}"
+        shutil.copyfile(certificates / name, staged)
+        staged.chmod(0o600)
+        staged.replace(METRICS_CERTS / name)
+
+
+def queues(profile, nodes: list[dict]) -> list[dict]:
+    """The ResourceFlavor, the ClusterQueue covering every node's allocatable, and the LocalQueue in `default`."""
+    totals: dict[str, Fraction] = {}
+    for node in nodes:
+        for resource, amount in ((node.get("status") or {}).get("allocatable") or {}).items():
+            if resource in ("cpu", "memory") or "/" in resource:  # not pods, ephemeral-storage, hugepages
+                totals[resource] = totals.get(resource, Fraction(0)) + quantity.parse(amount)
+    covered = sorted(totals)
+    flavor = {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}, "spec": {}}
+    cluster_queue = {
+        "apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": CLUSTER_QUEUE},
+        "spec": {"namespaceSelector": {}, "resourceGroups": [{
+            "coveredResources": covered,
+            "flavors": [{"name": FLAVOR, "resources": [
+                {"name": r, "nominalQuota": _quantity(r, totals[r])} for r in covered]}]}]},
+    }
+    return [flavor, cluster_queue, local_queue(profile, "default")]
+
+
+def local_queue(profile, namespace: str) -> dict:
+    """The LocalQueue a profile's jobs name (spec.gang.queue), in `namespace`, on the ClusterQueue."""
+    return {"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": profile.gang.queue, "namespace": namespace},
+            "spec": {"clusterQueue": CLUSTER_QUEUE}}
+
+
+def _quantity(resource: str, amount: Fraction) -> str:
+    if resource == "cpu":
+        return quantity.cpu_text(amount)
+    return str(int(amount))
+
+
+def _active(queue: dict | None) -> bool:
+    conditions = ((queue or {}).get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Active" and c["status"] == "True" for c in conditions)

@@ -37,6 +37,11 @@ def wanted(profile: ClusterProfile) -> bool:
 def arguments(profile: ClusterProfile, *, kubeconfig: Path, certificates: Path, webhook_port: int,
               health_port: int, metrics_port: int) -> list[str]:
     """The operator's command line for a cluster of `profile`."""
+    gang = []
+    if profile.gang.scheduler == "volcano":  # the operator then writes each TFJob's PodGroup itself (tfjob.py)
+        gang = ["--gang-scheduler-name=volcano"]
+    elif profile.gang.scheduler == "scheduler-plugins":
+        gang = [f"--gang-scheduler-name={profile.gang.scheduler_name}"]
     return [
         str(tools.program("training-operator")),
         f"--kubeconfig={kubeconfig}",
@@ -47,6 +52,7 @@ def arguments(profile: ClusterProfile, *, kubeconfig: Path, certificates: Path, 
         # Its default of 20 requests a second makes a 100-node job's pods and Services wait in line.
         "--kube-api-qps=500", "--kube-api-burst=1000",
         "--zap-log-level=info",
+        *gang,
     ]
 
 

@@ -1,14 +1,74 @@
-"""The Volcano scheduler: not built into local clusters yet (a placeholder its module replaces)."""
+"""The Volcano scheduler (volcano.sh/volcano), a second scheduler beside kube-scheduler, for
+profiles whose spec.gang.scheduler is volcano.
+
+It schedules the pods whose schedulerName is `volcano`, a PodGroup at a time: the enqueue action
+admits a PodGroup once its queue has room for minResources, and the gang plugin binds none of its
+pods until minMember of them fit. PodGroup status (phase, running, conditions) is written by the
+scheduler itself, and it creates its `default` queue on start; Volcano's controller manager only
+makes PodGroups for pods that name none and keeps Queue status counts, which our jobs do not need,
+so it is not run. A queue the profile names (spec.gang.queue) is created here.
+
+The configuration is the plugins of Volcano's own chart, changed in two ways for colocated jobs on
+`spec.gang.colocatedGroups: scheduler`, which name their groups as tasks (gang.py): task-topology,
+with a weight that decides between nodes, puts each group's pods where its others are; and nodes
+are packed (binpack up, nodeorder's least-requested off: the chart's weights spread pods over every
+server), so that whole servers stay free for a group. task-topology is a score: a group is whole
+only where one server has room for all of it (docs/design.md, gang admission, has the figures).
+"""
 
 from __future__ import annotations
 
+import json
+
+from .. import api, tools
+from ..processes import Component
+from . import Context, load_yaml_files, wait_healthy
+
 NAME = "volcano"
-PROGRAMS: list[str] = []
+PROGRAMS = ["vc-scheduler"]
+SCHEDULER_NAME = "volcano"  # gang.VOLCANO_SCHEDULER: the pods' schedulerName
+TASK_TOPOLOGY_WEIGHT = 100  # the other node scorers add up to a few hundred; a group's pull must win
+PACKING_WEIGHT = 10  # binpack's default is 1: level with the chart's least-requested, which spreads
+
+CONFIGURATION = {
+    "actions": "enqueue, allocate, backfill",
+    "tiers": [
+        {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False}, {"name": "conformance"}]},
+        {"plugins": [{"name": "overcommit"}, {"name": "drf", "enablePreemptable": False}, {"name": "predicates"},
+                     {"name": "proportion"},
+                     {"name": "nodeorder", "arguments": {"leastrequested.weight": 0}},
+                     {"name": "binpack", "arguments": {"binpack.weight": PACKING_WEIGHT}},
+                     {"name": "task-topology", "arguments": {"task-topology.weight": TASK_TOPOLOGY_WEIGHT}}]},
+    ],
+}
 
 
 def wanted(profile) -> bool:
-    return False
+    return profile.gang.scheduler == "volcano"
 
 
-def start(context) -> None:
-    raise NotImplementedError(NAME)
+def start(context: Context) -> None:
+    family = tools.family_of("vc-scheduler")
+    context.install(load_yaml_files(family.asset("installer/helm/chart/volcano/crd/bases")))
+    (health_port,) = context.ports("health")
+    config_file = context.layout.config / "volcano-scheduler.conf"
+    config_file.parent.mkdir(parents=True, exist_ok=True)
+    config_file.write_text(json.dumps(CONFIGURATION, indent=1) + "\n")  # YAML reads JSON
+    process = context.launch(Component(NAME, [
+        str(tools.program("vc-scheduler")), f"--kubeconfig={context.layout.kubeconfig}",
+        f"--scheduler-name={SCHEDULER_NAME}", f"--scheduler-conf={config_file}",
+        "--schedule-period=200ms",  # its default is 1 s between sessions: a gang waits that long to be seen
+        "--leader-elect=false", "--enable-healthz", f"--healthz-address=127.0.0.1:{health_port}",
+        "--enable-metrics=false", "--cache-dumper=false", "--kube-api-qps=500", "--kube-api-burst=1000",
+        "--percentage-nodes-to-find=100",  # score every node, as our placement claims assume
+        "--logtostderr", "-v=2",
+    ]))
+    wait_healthy(process, health_port)
+    queue = context.profile.gang.queue
+    if queue and queue != "default":
+        context.objects.apply({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+                               "metadata": {"name": queue}, "spec": {"weight": 1, "reclaimable": True}},
+                              manager="tfjobgen-cluster")
+    # The scheduler makes its default queue once its caches have synced: then it is scheduling.
+    api.wait_until(lambda: context.objects.get("scheduling.volcano.sh/v1beta1", "Queue", "default"), 60,
+                   "Volcano's default queue")

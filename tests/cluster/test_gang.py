@@ -1,0 +1,275 @@
+"""Gang admission on the real gang schedulers: Volcano, the coscheduling plugin and Kueue.
+
+One cluster per gang scheduler (tests/cluster/profiles/gang-*.yaml), shared by this module's tests:
+NODES servers with 8 CPUs for pods each, two 3-CPU pods per server. A "whole-cluster" job has a PS
+and 2*NODES-1 workers of 3 CPUs: it fits only on an empty cluster. A blocker takes 5 CPUs on every
+server (one slot of two), so half of such a job would fit, and the default scheduler would place
+that half. What is asserted is what each gang scheduler promises:
+- no pod of a job that does not fit whole is bound (Volcano, Coscheduling), or the JobSet stays
+  suspended with no pod at all (Kueue), and it starts whole once the room is freed;
+- two such jobs applied together: one runs whole, the other waits with nothing bound, and runs
+  whole once the first is gone (no deadlock holding halves);
+- Coscheduling's scheduleTimeoutSeconds: a group missing one pod of eleven holds its places until the
+  timeout, measured against the profile's 10 s.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+import yaml
+
+from cluster_support import LocalCluster, local_cluster, need_cluster_tools, tfjobgen
+from conftest import REPO
+
+PROFILES = REPO / "tests" / "cluster" / "profiles"
+NODES = 5
+GANG_PROGRAMS = {"volcano": ["vc-scheduler"], "scheduler-plugins": ["coscheduler", "coscheduling-controller"],
+                 "kueue": ["kueue"]}
+BACKENDS = {"volcano": ["native", "jobset"], "scheduler-plugins": ["native", "jobset"], "kueue": ["jobset"]}
+HOLD_SECONDS = 8  # how long a job that does not fit is watched for a bound pod
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module", params=sorted(GANG_PROGRAMS))
+def gang(request):
+    """(scheduler, cluster): a cluster of the gang profile, for every test of this module in turn."""
+    need_cluster_tools(*GANG_PROGRAMS[request.param])
+    with local_cluster(PROFILES / f"gang-{request.param}.yaml", NODES) as cluster:
+        assert f"{request.param} started" in cluster.up_stderr and not cluster.state()["missing"], cluster.up_stderr
+        yield request.param, cluster
+
+
+def intent(name: str, namespace: str, backend: str, ps: tuple[int, int] = (1, 3),
+           workers: tuple[int, int] = (2 * NODES - 1, 3)) -> str:
+    """A TrainingJob of (replicas, cpus) PS and workers, 1 GiB each, no placement rules of its own."""
+    return yaml.safe_dump({
+        "apiVersion": "tfjobgen.dev/v1alpha1", "kind": "TrainingJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"image": "registry.example.com/ml/wide-deep:1.4", "api": "tf1", "backend": backend,
+                 "roles": {"ps": {"replicas": ps[0], "cpu": ps[1], "memory": "1Gi"},
+                           "worker": {"replicas": workers[0], "cpu": workers[1], "memory": "1Gi"}},
+                 "topology": {"mode": "none"}}})
+
+
+def render(scheduler: str, text: str, tmp_path) -> str:
+    source = tmp_path / f"job-{next(_names)}.yaml"
+    source.write_text(text)
+    proc = tfjobgen("render", "--profile", str(PROFILES / f"gang-{scheduler}.yaml"), str(source))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def job_pods(cluster: LocalCluster, namespace: str, job: str) -> list[dict]:
+    return cluster.pods(namespace, f"tfjobgen.dev/job={job}")
+
+
+def bound(pods: list[dict]) -> int:
+    return sum(bool(p["spec"].get("nodeName")) for p in pods)
+
+
+def running(cluster: LocalCluster, namespace: str, job: str, tasks: int) -> bool:
+    pods = job_pods(cluster, namespace, job)
+    return len(pods) == tasks and all((p.get("status") or {}).get("phase") == "Running" for p in pods)
+
+
+def block(cluster: LocalCluster, scheduler: str, namespace: str, cpus: dict[int, int]) -> str:
+    """Pods that take `cpus[i]` CPUs on node i: a Job, queued with Kueue when the cluster queues."""
+    name = f"blocker-{next(_names)}"
+    labels = {"kueue.x-k8s.io/queue-name": "training"} if scheduler == "kueue" else {}
+    pods = [{"name": f"node-{node:03d}", "cpu": str(cpu)} for node, cpu in sorted(cpus.items())]
+    for index, pod in enumerate(pods):  # one Job per node: each pins its pod there
+        cluster.objects.create({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": f"{name}-{index}", "namespace": namespace, "labels": {**labels, "blocker": name}},
+            "spec": {"template": {"metadata": {"labels": {"blocker": name}}, "spec": {
+                "restartPolicy": "Never", "nodeSelector": {"kubernetes.io/hostname": pod["name"]},
+                "containers": [{"name": "hold", "image": "registry.example.com/pause:3.10",
+                                "resources": {"requests": {"cpu": pod["cpu"], "memory": "1Gi"}}}]}}}})
+    cluster.wait(lambda: running_count(cluster, namespace, f"blocker={name}") == len(pods), f"blocker {name} Running")
+    return name
+
+
+def running_count(cluster: LocalCluster, namespace: str, selector: str) -> int:
+    return sum((p.get("status") or {}).get("phase") == "Running" for p in cluster.pods(namespace, selector))
+
+
+def unblock(cluster: LocalCluster, namespace: str, name: str) -> None:
+    cluster.kubectl("delete", "jobs", "-n", namespace, "-l", f"blocker={name}", "--wait=false")
+
+
+def stays_unbound(cluster: LocalCluster, scheduler: str, namespace: str, job: str, tasks: int,
+                  seconds: float = HOLD_SECONDS) -> None:
+    """For `seconds`, no pod of the job is bound; and the gang scheduler has seen the job and said why."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pods = job_pods(cluster, namespace, job)
+        assert bound(pods) == 0, f"{job}: {bound(pods)} of {tasks} pods bound while the job does not fit whole"
+        time.sleep(0.5)
+    if scheduler == "kueue":
+        jobset = cluster.objects.get("jobset.x-k8s.io/v1alpha2", "JobSet", job, namespace)
+        assert jobset["spec"]["suspend"] is True and job_pods(cluster, namespace, job) == []
+        workloads = cluster.objects.list("kueue.x-k8s.io/v1beta2", "Workload", namespace)
+        mine = [w for w in workloads if w["metadata"]["ownerReferences"][0]["name"] == job]
+        assert mine and not admitted(mine[0]), mine
+        return
+    pods = job_pods(cluster, namespace, job)
+    assert len(pods) == tasks, f"every pod exists, none bound: {len(pods)} of {tasks}"
+    reasons = {c.get("reason") for p in pods for c in (p.get("status") or {}).get("conditions") or []
+               if c["type"] == "PodScheduled"}
+    assert reasons == {"Unschedulable"}, f"{job}: the gang scheduler tried and refused each pod: {reasons}"
+
+
+def admitted(workload: dict) -> bool:
+    return any(c["type"] == "Admitted" and c["status"] == "True"
+               for c in (workload.get("status") or {}).get("conditions") or [])
+
+
+def release(cluster: LocalCluster, namespace: str) -> None:
+    """Delete the namespace's jobs and wait until nothing in it holds room (pods ended, quota given back);
+    then the namespace, whose deletion (graceful pod deletion, finalizers) no later test waits for."""
+    cluster.kubectl("delete", "-n", namespace, "jobsets.jobset.x-k8s.io,jobs.batch", "--all", "--wait=false")
+
+    def holds_nothing() -> bool:
+        live = [p for p in cluster.pods(namespace) if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+        quota = [w for w in _workloads(cluster, namespace) if admitted(w)]
+        return not live and not quota
+
+    cluster.wait(holds_nothing, f"namespace {namespace} holding no room", timeout=90)
+    cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+def _workloads(cluster: LocalCluster, namespace: str) -> list[dict]:
+    if "kueue" not in cluster.state()["components"]:
+        return []
+    return cluster.objects.list("kueue.x-k8s.io/v1beta2", "Workload", namespace)
+
+
+@pytest.mark.parametrize("backend", ["native", "jobset"])
+def test_a_job_that_does_not_fit_whole_binds_nothing_and_starts_whole_once_room_is_freed(gang, backend, tmp_path):
+    scheduler, cluster = gang
+    if backend not in BACKENDS[scheduler]:
+        pytest.skip(f"{scheduler} admits each batch/v1 Job on its own (tfjobgen warns): no gang to test on native")
+    namespace = f"fit-{backend}"
+    cluster.namespace(namespace)
+    blocker = block(cluster, scheduler, namespace, {n: 5 for n in range(NODES)})
+    tasks = 2 * NODES
+    cluster.apply(render(scheduler, intent("whole", namespace, backend), tmp_path))
+    stays_unbound(cluster, scheduler, namespace, "whole", tasks)
+    freed = time.monotonic()
+    unblock(cluster, namespace, blocker)
+    cluster.wait(lambda: running(cluster, namespace, "whole", tasks), "the job Running whole", timeout=90)
+    print(f"{scheduler} {backend}: whole job Running {time.monotonic() - freed:.1f}s after its room was freed")
+    nodes = [p["spec"]["nodeName"] for p in job_pods(cluster, namespace, "whole")]
+    assert sorted(nodes) == sorted(f"node-{n:03d}" for n in range(NODES) for _ in range(2))
+    release(cluster, namespace)
+
+
+@pytest.mark.parametrize("backend", ["native", "jobset"])
+def test_two_jobs_that_fit_one_at_a_time_never_deadlock(gang, backend, tmp_path):
+    scheduler, cluster = gang
+    if backend not in BACKENDS[scheduler]:
+        pytest.skip(f"{scheduler} admits each batch/v1 Job on its own (tfjobgen warns): no gang to test on native")
+    namespace = f"two-{backend}"
+    cluster.namespace(namespace)
+    tasks = 2 * NODES
+    both = render(scheduler, intent("first", namespace, backend), tmp_path) + "---\n" + \
+        render(scheduler, intent("second", namespace, backend), tmp_path)
+    cluster.apply(both)  # one request: the schedulers meet the two jobs' pods interleaved
+
+    def one_whole():
+        whole = [j for j in ("first", "second") if running(cluster, namespace, j, tasks)]
+        return whole[0] if whole else None
+
+    winner = cluster.wait(one_whole, "one of the two jobs Running whole", timeout=60)
+    loser = "second" if winner == "first" else "first"
+    stays_unbound(cluster, scheduler, namespace, loser, tasks)
+    assert running(cluster, namespace, winner, tasks), "the job that runs keeps running"
+    cluster.kubectl("delete", "--wait=false", "-n", namespace, "-f", "-", stdin=render(scheduler, intent(winner, namespace, backend),
+                                                                             tmp_path), timeout=60)
+    cluster.wait(lambda: running(cluster, namespace, loser, tasks), "the other job Running whole once the first is gone",
+                 timeout=90)
+    release(cluster, namespace)
+
+
+def test_coscheduling_holds_a_group_missing_one_pod_for_schedule_timeout_seconds(gang, tmp_path):
+    """Eleven pods, the one worker too big for any server: the ten PS (tried first: the plugin sorts a
+    group's pods by name) wait at Permit holding their places, since one missing pod of eleven is under
+    the plugin's 10% reject threshold, until the PodGroup's scheduleTimeoutSeconds (10 s in the profile)
+    gives them back; a 6-pod job that needs those places waits as long, then runs."""
+    scheduler, cluster = gang
+    if scheduler != "scheduler-plugins":
+        pytest.skip("scheduleTimeoutSeconds is the coscheduling plugin's Permit timeout")
+    timeout = yaml.safe_load((PROFILES / "gang-scheduler-plugins.yaml").read_text())["spec"]["gang"]["scheduleTimeoutSeconds"]
+    namespace = "held"
+    cluster.namespace(namespace)
+    block(cluster, scheduler, namespace, {n: 5 for n in range(NODES)})  # 3 CPUs free per server, 15 in all
+    # 10 + 4 = 14 CPUs: the group's minResources fit the cluster's free 15, but the worker fits no server.
+    cluster.apply(render(scheduler, intent("stuck", namespace, "native", ps=(10, 1), workers=(1, 4)), tmp_path))
+    cluster.wait(lambda: bound(job_pods(cluster, namespace, "stuck")) == 0 and _waiting(cluster, namespace),
+                 "the worker refused while the PS wait", timeout=30)
+    applied = time.monotonic()
+    cluster.apply(render(scheduler, intent("behind", namespace, "native", ps=(1, 1), workers=(5, 1)), tmp_path))
+    cluster.wait(lambda: running(cluster, namespace, "behind", 6), "the 6-pod job Running", timeout=3 * timeout + 30)
+    waited = time.monotonic() - applied
+    timed_out = [e for e in _events(cluster, namespace, None, "FailedScheduling")
+                 if "rejected due to timeout" in e["message"]]
+    print(f"coscheduling: a 6-pod job waited {waited:.1f}s behind a group holding 10 places "
+          f"(scheduleTimeoutSeconds {timeout}); {len(timed_out)} Permit timeouts, e.g. "
+          f"{timed_out[0]['message'] if timed_out else '-'}")
+    assert timed_out, "the waiting PS were given back by the Permit timeout"
+    assert waited >= timeout * 0.5, f"the held places were free after {waited:.1f}s, before the {timeout} s timeout"
+    assert bound(job_pods(cluster, namespace, "stuck")) == 0, "the stuck group never binds part of itself"
+    release(cluster, namespace)
+
+
+def test_volcano_keeps_each_colocated_group_on_one_server_where_its_pods_would_fit_apart(gang, tmp_path):
+    """Two groups of a PS and 3 workers (1 CPU each, 4 per group): three servers have 3 CPUs free, where
+    every pod fits on its own but no group does, and two are empty. task-topology puts each group whole
+    on an empty server (colocatedGroups: scheduler; the pods carry no affinity rules)."""
+    scheduler, cluster = gang
+    if scheduler != "volcano":
+        pytest.skip("only Volcano places a colocated group on one server (spec.gang.colocatedGroups)")
+    namespace = "groups"
+    cluster.namespace(namespace)
+    block(cluster, scheduler, namespace, {0: 5, 1: 5, 2: 5})
+    job = yaml.safe_load(intent("grouped", namespace, "native", ps=(2, 1), workers=(6, 1)))
+    job["spec"]["topology"] = {"mode": "colocated", "workersPerServer": 3}
+    cluster.apply(render(scheduler, yaml.safe_dump(job), tmp_path))
+    cluster.wait(lambda: running(cluster, namespace, "grouped", 8), "the colocated job Running", timeout=60)
+    servers: dict[str, set[str]] = {}
+    for pod in job_pods(cluster, namespace, "grouped"):
+        assert "affinity" not in pod["spec"], "placed by Volcano's task-topology alone"
+        servers.setdefault(pod["metadata"]["labels"]["tfjobgen.dev/group"], set()).add(pod["spec"]["nodeName"])
+    assert sorted(len(nodes) for nodes in servers.values()) == [1, 1], f"each group on one server: {servers}"
+    assert servers["0"] != servers["1"] and servers["0"] | servers["1"] <= {"node-003", "node-004"}, servers
+    release(cluster, namespace)
+
+
+def _waiting(cluster: LocalCluster, namespace: str) -> bool:
+    """The big worker has been refused (the PS, tried before it, are waiting at Permit)."""
+    workers = cluster.pods(namespace, "tfjobgen.dev/job=stuck,tfjobgen.dev/role=worker")
+    return any(_events(cluster, namespace, p["metadata"]["name"], "FailedScheduling") for p in workers)
+
+
+def _events(cluster: LocalCluster, namespace: str, pod: str | None, reason: str) -> list[dict]:
+    events = cluster.objects.list("v1", "Event", namespace)
+    return [e for e in events if e.get("reason") == reason
+            and (pod is None or e["involvedObject"]["name"] == pod)]
+
+
+def test_a_gang_scheduler_that_is_not_built_is_named_and_the_rest_of_the_cluster_runs(tmp_path):
+    """A tools cache with the control plane and JobSet but no Volcano: `cluster up` says what is left out."""
+    need_cluster_tools()
+    from tfjobgen.cluster import tools
+
+    cache = tmp_path / "tools"
+    cache.mkdir()
+    for family in tools.families():
+        if family.name != "volcano" and family.is_built():
+            (cache / family.installed_in.name).symlink_to(family.installed_in)
+    with local_cluster(PROFILES / "gang-volcano.yaml", 1, env={"TFJOBGEN_TOOLS_CACHE": str(cache)}) as cluster:
+        assert "volcano left out: vc-scheduler not built (make cluster-tools)" in cluster.up_stderr
+        assert cluster.state()["missing"] == ["volcano"] and "jobset" in cluster.state()["components"]
