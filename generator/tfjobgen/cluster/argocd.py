@@ -336,7 +336,8 @@ def built_objects(source: Source, cluster: str) -> list[dict]:
         proc = subprocess.run([str(tools.program("kustomize")), "build", str(copy / source.mode)],
                               capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
-        raise ArgoCDError(f"kustomize build argocd/{source.mode}: {proc.stderr.strip().splitlines()[-1:]}")
+        raise ArgoCDError(f"kustomize build argocd/{source.mode}: "
+                          f"{(proc.stderr.strip().splitlines() or ['failed, and said nothing'])[-1]}")
     objects = [o for o in yaml.safe_load_all(proc.stdout) if o]
     for obj in objects:
         if obj["kind"] != "ApplicationSet":
