@@ -82,3 +82,10 @@ lock:
 
 clean:
 	rm -rf $(BUILD) $(VENV) $(CHECKOV_VENV)
+
+# The GitOps loop for real (docs/gitops.md): a local cluster and Argo CD syncing a clone of this
+# checkout; it commits a job, changes, breaks, fixes and removes it, with a live progress line,
+# and ends with a table: commit, what Argo CD did, how long it took.
+.PHONY: demo-gitops
+demo-gitops: venv cluster-tools
+	@$(BIN)/python benchmarks/gitops_loop.py

@@ -1,7 +1,7 @@
 """`tfjobgen cluster ...`, registered with the CLI (cli.FEATURE_COMMANDS).
 
     tfjobgen cluster tools [FAMILY...] [--list]      build the cluster's programs (make cluster-tools)
-    tfjobgen cluster up --profile FILE [--nodes N] [--name NAME]
+    tfjobgen cluster up --profile FILE [--nodes N] [--name NAME] [--argocd REPO [--argocd-mode plugin|rendered]]
     tfjobgen cluster down [--name NAME]
     tfjobgen cluster list
 
@@ -38,6 +38,11 @@ def register(commands) -> None:
     up.add_argument("--nodes", type=_node_count, metavar="N",
                     help="nodes of the main group, and of every pool the profile does not count")
     up.add_argument("--name", default=DEFAULT_NAME, help=f"the cluster's name (default: {DEFAULT_NAME})")
+    up.add_argument("--argocd", metavar="REPO",
+                    help="also run Argo CD, syncing this cluster's Applications from the git repository REPO "
+                         "(a path or file:// URL; its checked-out branch) with the repository's argocd/ objects")
+    up.add_argument("--argocd-mode", choices=["plugin", "rendered"],
+                    help="which ApplicationSet of argocd/ to apply (default: plugin)")
     up.add_argument("--quiet", action="store_true", help="no progress on stderr")
     up.set_defaults(run=_up)
 
@@ -85,7 +90,7 @@ def _tools(args) -> int:
 
 
 def _up(args) -> int:
-    from . import control, processes, tools
+    from . import argocd, control, processes, tools
 
     def say(line: str) -> None:
         if not args.quiet:
@@ -95,8 +100,11 @@ def _up(args) -> int:
         print(f"cluster {args.name}: {line}", file=sys.stderr, flush=True)
 
     try:
-        state = control.up(args.profile, args.nodes, args.name, say, warn)
-    except (control.ClusterError, tools.ToolsMissing, processes.StartFailed, TimeoutError) as err:
+        if args.argocd_mode and not args.argocd:
+            raise argocd.ArgoCDError("--argocd-mode needs --argocd REPO")
+        gitops = argocd.source(args.argocd, args.argocd_mode or "plugin") if args.argocd else None
+        state = control.up(args.profile, args.nodes, args.name, say, warn, gitops)
+    except (control.ClusterError, argocd.ArgoCDError, tools.ToolsMissing, processes.StartFailed, TimeoutError) as err:
         print(f"tfjobgen cluster up: {err}", file=sys.stderr)
         return EXIT_FAILED
     print(state.kubeconfig)

@@ -2,7 +2,8 @@
 
 up:   check the profile and the programs -> certificates -> etcd -> kube-apiserver -> the
       controller manager, the scheduler and KWOK -> PriorityClasses and nodes -> every node
-      Ready -> state.json. Any failure, or Ctrl-C, stops what was started and removes the folder.
+      Ready -> the controllers -> Argo CD (--argocd: argocd.py) -> state.json. Any failure, or
+      Ctrl-C, stops what was started and removes the folder.
 down: stop every process marked with the cluster's folder, then remove the folder.
 """
 
@@ -17,7 +18,7 @@ from typing import Callable
 
 from .. import pipeline
 from ..problems import InvalidInput
-from . import api, components, controllers, home, pki, processes, shape, tools
+from . import api, argocd, components, controllers, home, pki, processes, shape, tools
 from .components import Layout
 
 CORE_PROGRAMS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
@@ -30,8 +31,8 @@ class ClusterError(Exception):
 
 
 def up(profile_path: str | None, nodes: int | None, name: str, say: Callable[[str], None],
-       warn: Callable[[str], None]) -> home.ClusterState:
-    """Start a cluster shaped as the profile; its state once every node is Ready."""
+       warn: Callable[[str], None], gitops: "argocd.Source | None" = None) -> home.ClusterState:
+    """Start a cluster shaped as the profile (and Argo CD reading `gitops`); its state once every node is Ready."""
     if not home.NAME_PATTERN.match(name):
         raise ClusterError(f"cluster name {name!r}: use lowercase letters, digits and '-' (at most 40)")
     profile = pipeline.load_profile(profile_path)
@@ -43,11 +44,13 @@ def up(profile_path: str | None, nodes: int | None, name: str, say: Callable[[st
     if lacking:
         raise tools.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
                                  f"(binaries go to {tools.cache_root()})")
+    if gitops:
+        argocd.check(gitops, profile.name)
     _claim(name)
     layout = Layout(home.folder(name))
     started: list[processes.Started] = []
     try:
-        state = _start(profile_path, profile, groups, name, layout, started, say, warn)
+        state = _start(profile_path, profile, groups, name, layout, started, say, warn, gitops)
     except BaseException:
         processes.stop_all(layout.home, started)
         home.remove(name)
@@ -67,7 +70,7 @@ def _claim(name: str) -> None:
     folder.mkdir()
 
 
-def _start(profile_path, profile, groups, name, layout: Layout, started, say, warn) -> home.ClusterState:
+def _start(profile_path, profile, groups, name, layout: Layout, started, say, warn, gitops) -> home.ClusterState:
     begun = time.monotonic()
 
     def step(what: str) -> None:
@@ -116,13 +119,21 @@ def _start(profile_path, profile, groups, name, layout: Layout, started, say, wa
     _wait_nodes_ready(objects, {n["metadata"]["name"] for n in node_objects}, started)
     step("controllers")
     outcome = controllers.start_all(layout, ca, objects, profile, step, warn, started)
+    gitops_state = {}
+    if gitops:
+        context = controllers.Context(layout, ca, objects, profile, step)
+        try:
+            gitops_state = argocd.start(context, gitops)
+        finally:
+            started.extend(context.started)
+            outcome.ports.update({f"argocd {k}": v for k, v in context.ports_taken.items()})
 
     state = home.ClusterState(
         name=name, profile=str(Path(profile_path).resolve()) if profile_path else "", profile_name=profile.name,
         api_port=api_port, nodes=len(node_objects), components=[s.component.name for s in started if s.exited() is None],
         missing=sorted(outcome.missing),
         ports={**dict(zip(["etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler"],
-                          tools_ports)), **outcome.ports})
+                          tools_ports)), **outcome.ports}, argocd=gitops_state)
     state.save()
     step("ready")
     return state

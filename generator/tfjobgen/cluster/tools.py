@@ -42,6 +42,7 @@ class Family:
     required: bool = True  # False: a cluster can run without it
     toolchain: str = ""  # GOTOOLCHAIN for modules that need a newer Go than the machine's
     assets: tuple[str, ...] = ()  # files or folders of the module copied beside the binaries (CRDs, webhooks)
+    edits: tuple[tuple[str, str, str], ...] = ()  # (file, old, new): changes to the module's source, compiled in
 
     @property
     def folder(self) -> Path:
@@ -61,6 +62,8 @@ class Family:
         for path in sorted(p for p in self.folder.rglob("*") if p.is_file()):
             digest.update(str(path.relative_to(self.folder)).encode() + b"\0" + path.read_bytes() + b"\0")
         digest.update(f"{self.ldflags()}\0{self.toolchain}\0{sorted(self.programs.items())}\0{self.assets}".encode())
+        if self.edits:  # only then: the other families' recipes (and their built binaries) stay as they were
+            digest.update(f"\0{self.edits}".encode())
         return digest.hexdigest()
 
     def asset(self, path: str) -> Path:
@@ -101,7 +104,9 @@ def families() -> list[Family]:
 
     with open(VERSIONS_FILE, encoding="utf-8") as handle:
         entries = yaml.safe_load(handle)
-    return [Family(name=name, **{**entry, "assets": tuple(entry.get("assets", ()))}) for name, entry in entries.items()]
+    return [Family(name=name, **{**entry, "assets": tuple(entry.get("assets", ())),
+                                 "edits": tuple((e["file"], e["old"], e["new"]) for e in entry.get("edits", ()))})
+            for name, entry in entries.items()]
 
 
 def family_of(program: str) -> Family:
@@ -151,7 +156,10 @@ def build(family: Family, log_dir: Path, progress=None) -> None:
     command = ["go", "build", "-v", "-trimpath", "-ldflags", family.ldflags(), "-o", str(staging) + "/",
                *family.programs.values()]
     log_path = log_dir / f"{family.name}.log"
+    edited = Path(tempfile.mkdtemp(prefix=f".{family.name}-source-", dir=target.parent)) if family.edits else None
     try:
+        if edited:
+            command.insert(2, f"-modfile={_edited_copy(family, edited, env)}")
         with open(log_path, "w", encoding="utf-8") as log:
             _run_counting_packages(command, family.folder, env, log, progress)
         for name, package in family.programs.items():
@@ -165,17 +173,15 @@ def build(family: Family, log_dir: Path, progress=None) -> None:
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if edited:
+            shutil.rmtree(edited, ignore_errors=True)
 
 
 def _copy_assets(family: Family, target: Path, env: dict) -> None:
     """The module's CRDs and webhook manifests, from the module cache, as the pinned release has them."""
     if not family.assets:
         return
-    import json
-
-    listed = subprocess.run(["go", "list", "-m", "-json", family.module], cwd=family.folder, env=env,
-                            capture_output=True, text=True, check=True)
-    source = Path(json.loads(listed.stdout)["Dir"])
+    source = _module_dir(family, env)
     for path in family.assets:
         origin, copy = source / path, target / path
         copy.parent.mkdir(parents=True, exist_ok=True)
@@ -185,6 +191,35 @@ def _copy_assets(family: Family, target: Path, env: dict) -> None:
             shutil.copyfile(origin, copy)
     for path in target.rglob("*"):  # the module cache is read-only; the copies need not be
         path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _module_dir(family: Family, env: dict) -> Path:
+    import json
+
+    listed = subprocess.run(["go", "list", "-m", "-json", family.module], cwd=family.folder, env=env,
+                            capture_output=True, text=True, check=True)
+    return Path(json.loads(listed.stdout)["Dir"])
+
+
+def _edited_copy(family: Family, folder: Path, env: dict) -> Path:
+    """A go.mod building `family.module` from an edited copy of its source (each edit must match once).
+
+    (`go build -overlay` would be shorter, but it refuses to replace files of the module cache.)
+    """
+    copy = folder / "module"
+    shutil.copytree(_module_dir(family, env), copy)
+    for path in copy.rglob("*"):  # the module cache is read-only
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    for file, old, new in family.edits:
+        text = (copy / file).read_text()
+        if text.count(old) != 1:
+            raise BuildFailed(f"versions.yaml: the edit of {file} expects its text once in {family.module} "
+                              f"{family.version}, found it {text.count(old)} time(s)")
+        (copy / file).write_text(text.replace(old, new))
+    modfile = folder / "go.mod"
+    modfile.write_text((family.folder / "go.mod").read_text() + f"\nreplace {family.module} => {copy}\n")
+    shutil.copyfile(family.folder / "go.sum", folder / "go.sum")
+    return modfile
 
 
 def _binary_name(package: str) -> str:
