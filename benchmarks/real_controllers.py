@@ -1,10 +1,12 @@
 """Every example job on every backend, held to its real controller on a local cluster.
 
     .venv/bin/python benchmarks/real_controllers.py [--profiles seed-80c prod-96c] [--backends native jobset tfjob]
+                                                   [--gangs none volcano scheduler-plugins kueue]
                                                    [--jobs wide-deep ...] [--nodes N] [--crds DIR]
 
-For each profile a cluster shaped as it (`tfjobgen cluster up --nodes N`, N per profile below
-unless given) runs the Job controller, the JobSet controller and the training-operator. Each job
+For each profile and gang setting (conformance.GANG_SETTINGS: the profile with that spec.gang) a
+cluster shaped as it (`tfjobgen cluster up --nodes N`, N per profile below unless given) runs the
+Job controller, the JobSet controller, the training-operator and the gang scheduler. Each job
 of jobs/ is rendered on each backend into a namespace of its own labelled Pod Security
 "restricted", applied server-side, and once its pods are Running compared with what the
 backend's decode predicts (tfjobgen.cluster.conformance: pods and Services by name, labels,
@@ -22,6 +24,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -49,15 +52,21 @@ def tfjobgen(*args: str) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL)
 
 
-def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str) -> dict:
+def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str, gang: str, profile_path: Path) -> dict:
     namespace = f"{job_file.stem}-{backend}"[:63]
-    row = {"profile": profile, "job": job_file.stem, "backend": backend}
+    row = {"profile": profile if gang == "none" else f"{profile}+{gang}", "job": job_file.stem, "backend": backend}
     try:
-        rendered = conformance.render(job_file, profile_file(profile), backend, namespace)
+        rendered = conformance.render(job_file, profile_path, backend, namespace)
     except conformance.Refused as refusal:
         return {**row, "result": f"refused: {str(refusal).split(' (')[0]}"}
     decoded = conformance.decoded_job(rendered)
     conformance.restricted_namespace(objects, namespace)
+    if gang == "kueue":
+        from tfjobgen import pipeline
+        from tfjobgen.cluster.controllers import kueue
+
+        queue = kueue.local_queue(pipeline.load_profile(str(profile_path)), namespace)
+        api.wait_until(lambda: objects.apply(queue), 60, f"LocalQueue {namespace}")
     started = time.monotonic()
     conformance.apply(objects, rendered)
     try:
@@ -65,11 +74,11 @@ def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str) -
     except TimeoutError as err:
         return {**row, "pods": len(decoded.pods), "result": f"not Running: {err}"}
     running = time.monotonic() - started
-    found, observed = conformance.settled_differences(objects, namespace, decoded)
+    found, observed = conformance.settled_differences(objects, namespace, decoded, gang=gang)
     roles = tf_resolver.cluster_roles({p.role for p in decoded.pods},
                                       backends.get(backend).naming.evaluator_in_cluster)
     by_host = {p.hostname: p for p in decoded.pods}
-    cases = [tf_resolver.case(f"{profile} {namespace} {pod['metadata']['name']}",
+    cases = [tf_resolver.case(f"{row['profile']} {namespace} {pod['metadata']['name']}",
                               conformance.real_env(pod, observed.config_maps)[0]["TF_CONFIG"],
                               by_host[conformance.host_of(pod)].role, by_host[conformance.host_of(pod)].index,
                               conformance.host_of(pod), roles)
@@ -83,15 +92,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", nargs="+", default=list(PROFILES), choices=PROFILES)
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
+    parser.add_argument("--gangs", nargs="+", default=list(conformance.GANG_SETTINGS),
+                        choices=list(conformance.GANG_SETTINGS))
     parser.add_argument("--jobs", nargs="+", default=[p.stem for p in JOB_FILES])
     parser.add_argument("--nodes", type=int, help="nodes per group (default: enough for the largest job)")
     parser.add_argument("--crds", type=Path, default=Path(os.environ.get("TFJOBGEN_CRD_DIR")
                                                           or REPO.parent / "shared" / "crds"))
     args = parser.parse_args()
     rows = []
-    for profile in args.profiles:
-        name = f"matrix-{profile}"
-        up = tfjobgen("cluster", "up", "--name", name, "--profile", str(profile_file(profile)),
+    variants = Path(tempfile.mkdtemp(prefix="tfjobgen-matrix-"))
+    for profile, gang in ((p, g) for p in args.profiles for g in args.gangs):
+        name = f"matrix-{profile}-{gang}"
+        profile_path = conformance.profile_variant(profile_file(profile), gang, variants)
+        up = tfjobgen("cluster", "up", "--name", name, "--profile", str(profile_path),
                       "--nodes", str(args.nodes or NODES[profile]), "--quiet")
         if up.returncode != 0:
             print(f"real_controllers: cluster up failed: {up.stderr.strip()}", file=sys.stderr)
@@ -101,8 +114,9 @@ def main() -> int:
             conformance.install_addon_crds(objects, args.crds)
             for job_file in (p for p in JOB_FILES if p.stem in args.jobs):
                 for backend in args.backends:
-                    rows.append(run_cell(objects, job_file, profile, backend))
-                    print(f"{profile} {job_file.stem} {backend}: {rows[-1].get('result') or 'done'}", file=sys.stderr)
+                    rows.append(run_cell(objects, job_file, profile, backend, gang, profile_path))
+                    print(f"{rows[-1]['profile']} {job_file.stem} {backend}: {rows[-1].get('result') or 'done'}",
+                          file=sys.stderr)
         finally:
             tfjobgen("cluster", "down", "--name", name)
     cases = [c for row in rows for c in row.get("cases", [])]

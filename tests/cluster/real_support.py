@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import yaml
 from cluster_support import LocalCluster, local_cluster, need_cluster_tools
 
 from conftest import JOBS, REPO, crd_dir, need, uses
@@ -27,13 +26,7 @@ from tfjobgen.cluster import conformance, tools
 
 PROFILES = {name: REPO / "overlays" / name / "cluster-profile.yaml" for name in ("seed-80c", "prod-96c")}
 # spec.gang of each gang setting (a cell's profile is the base profile with it).
-GANGS = {
-    "none": None,
-    "volcano": {"scheduler": "volcano"},
-    "scheduler-plugins": {"scheduler": "scheduler-plugins", "schedulerName": "coscheduler",
-                          "scheduleTimeoutSeconds": 60},
-    "kueue": {"scheduler": "kueue", "queue": "training"},
-}
+GANGS = conformance.GANG_SETTINGS  # spec.gang of each gang setting
 CONTROLLERS = ("jobset-controller", "training-operator")  # every cell needs both (and the Job controller)
 _VARIANTS = Path(tempfile.mkdtemp(prefix="tfjobgen-gang-profiles-"))
 
@@ -75,15 +68,7 @@ class Running:
 
 def profile_file(profile: str, gang: str) -> Path:
     """The profile of a setting: the overlay's own, or a copy of it with spec.gang set."""
-    if GANGS[gang] is None:
-        return PROFILES[profile]
-    variant = _VARIANTS / f"{profile}-{gang}.yaml"
-    if not variant.exists():
-        data = yaml.safe_load(PROFILES[profile].read_text())
-        data["metadata"]["name"] = f"{profile}-{gang}"
-        data["spec"]["gang"] = GANGS[gang]
-        variant.write_text(yaml.safe_dump(data, sort_keys=False))
-    return variant
+    return conformance.profile_variant(PROFILES[profile], gang, _VARIANTS)
 
 
 def skip_unless_gang_runs(gang: str, profile: str) -> None:

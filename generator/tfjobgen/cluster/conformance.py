@@ -39,6 +39,31 @@ UNPREDICTABLE = ("batch.kubernetes.io/controller-uid", "controller-uid", "jobset
 ADDON_CRDS = ("monitoring.coreos.com_podmonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml")
 
 
+# spec.gang of each gang setting the matrix runs (a cell's profile is the base profile with it).
+GANG_SETTINGS = {
+    "none": None,
+    "volcano": {"scheduler": "volcano"},
+    "scheduler-plugins": {"scheduler": "scheduler-plugins", "schedulerName": "coscheduler",
+                          "scheduleTimeoutSeconds": 60},
+    "kueue": {"scheduler": "kueue", "queue": "training"},
+}
+
+
+def profile_variant(base: Path, gang: str, folder: Path) -> Path:
+    """`base`, or a copy of it in `folder` with spec.gang set as GANG_SETTINGS[gang] says."""
+    import yaml
+
+    if GANG_SETTINGS[gang] is None:
+        return base
+    variant = folder / f"{base.parent.name}-{gang}.yaml"
+    if not variant.exists():
+        data = yaml.safe_load(base.read_text())
+        data["metadata"]["name"] = f"{data['metadata']['name']}-{gang}"
+        data["spec"]["gang"] = GANG_SETTINGS[gang]
+        variant.write_text(yaml.safe_dump(data, sort_keys=False))
+    return variant
+
+
 class Refused(Exception):
     """The job cannot be rendered on this backend and profile (one line: the first error)."""
 
@@ -87,8 +112,44 @@ def live(pod: dict) -> bool:
     return not pod["metadata"].get("deletionTimestamp") and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
 
 
-def differences(decoded: DecodedJob, observed: Observed) -> list[str]:
-    """Every way the real controller's pods and Services differ from decode's prediction."""
+# What gang admission writes on the pods it admits, beside what the job's own controller writes.
+KUEUE_PREFIX = "kueue.x-k8s.io/"
+ASSIGNED = "<assigned by the cluster>"  # present, with a value only the cluster knows
+
+
+def admission_marks(decoded: DecodedJob, gang: str) -> dict[str, tuple[dict, dict]]:
+    """Per predicted pod (hostname): the labels and annotations the gang controllers add on admission.
+
+    - Kueue, on every backend: the pod's LocalQueue (the workload object's queue-name label), its
+      PodSet (`main` for a batch/v1 Job, the replicatedJob for a JobSet, the replica type for a
+      TFJob), and the ClusterQueue and Workload it was admitted through (names Kueue makes);
+    - the training-operator run with --gang-scheduler-name, for a TFJob with a schedulingPolicy: its
+      PodGroup's name (the TFJob's) as Volcano's annotation with the replica type as Volcano's task,
+      or as the coscheduling label.
+    Native and jobset pods carry their PodGroup marks in the template already (gang.pod_template).
+    """
+    marks: dict[str, tuple[dict, dict]] = {}
+    queue = next(((o["metadata"].get("labels") or {}).get(KUEUE_PREFIX + "queue-name") for o in decoded.objects
+                  if (o["metadata"].get("labels") or {}).get(KUEUE_PREFIX + "queue-name")), None)
+    carrier = next((o for o in decoded.objects if o.get("kind") == "TFJob"), None)
+    for pod in decoded.pods:
+        pod_labels, annotations = {}, {}
+        if gang == "kueue" and queue:
+            pod_labels.update({KUEUE_PREFIX + "local-queue-name": queue, KUEUE_PREFIX + "cluster-queue-name": ASSIGNED,
+                               KUEUE_PREFIX + "podset": "main" if decoded.backend == "native" else pod.role})
+            annotations[KUEUE_PREFIX + "workload"] = ASSIGNED
+        if carrier is not None and (carrier["spec"].get("runPolicy") or {}).get("schedulingPolicy"):
+            if gang == "volcano":
+                annotations.update({"scheduling.k8s.io/group-name": decoded.name, "volcano.sh/task-spec": pod.role})
+            elif gang == "scheduler-plugins":
+                pod_labels["scheduling.x-k8s.io/pod-group"] = decoded.name
+        marks[pod.hostname] = (pod_labels, annotations)
+    return marks
+
+
+def differences(decoded: DecodedJob, observed: Observed, gang: str = "none") -> list[str]:
+    """Every way the real controller's pods and Services differ from decode's prediction (and, under
+    a gang scheduler, what its admission adds: admission_marks)."""
     found = []
     real = {host_of(p): p for p in observed.pods if live(p)}
     predicted = {p.hostname: p for p in decoded.pods}
@@ -96,8 +157,10 @@ def differences(decoded: DecodedJob, observed: Observed) -> list[str]:
         found.append(f"pod {host}: predicted, not created")
     for host in sorted(set(real) - set(predicted)):
         found.append(f"pod {real[host]['metadata']['name']}: created, not predicted")
+    added = admission_marks(decoded, gang)
     for host in sorted(set(real) & set(predicted)):
-        found += [f"pod {host}: {d}" for d in _pod_differences(predicted[host], real[host], observed.config_maps)]
+        found += [f"pod {host}: {d}" for d in _pod_differences(predicted[host], real[host], observed.config_maps,
+                                                               added.get(host, ({}, {})))]
     expected_services = {s["metadata"]["name"]: s for s in decoded.created + [
         o for o in decoded.objects if o.get("kind") == "Service" and o.get("apiVersion") == "v1"]}
     services = {s["metadata"]["name"]: s for s in observed.services}
@@ -109,7 +172,8 @@ def differences(decoded: DecodedJob, observed: Observed) -> list[str]:
     return found
 
 
-def _pod_differences(predicted: pods.Pod, pod: dict, config_maps: dict) -> list[str]:
+def _pod_differences(predicted: pods.Pod, pod: dict, config_maps: dict,
+                     admitted: tuple[dict, dict] = ({}, {})) -> list[str]:
     found = []
     name = pod["metadata"]["name"]
     if predicted.generate_name:
@@ -120,10 +184,11 @@ def _pod_differences(predicted: pods.Pod, pod: dict, config_maps: dict) -> list[
         found.append(f"named {name}, predicted {predicted.hostname}")
     if (pod["spec"].get("subdomain") or "") != predicted.subdomain:
         found.append(f"subdomain {pod['spec'].get('subdomain')!r}, predicted {predicted.subdomain!r}")
-    for what, mine, theirs in (("label", predicted.labels, pod["metadata"].get("labels") or {}),
-                               ("annotation", predicted.annotations, pod["metadata"].get("annotations") or {})):
+    for what, mine, theirs in (("label", {**predicted.labels, **admitted[0]}, pod["metadata"].get("labels") or {}),
+                               ("annotation", {**predicted.annotations, **admitted[1]},
+                                pod["metadata"].get("annotations") or {})):
         for key in sorted(set(mine) | set(theirs)):
-            if key in UNPREDICTABLE:
+            if key in UNPREDICTABLE or (mine.get(key) == ASSIGNED and theirs.get(key)):
                 continue
             if mine.get(key) != theirs.get(key):
                 found.append(f"{what} {key}={theirs.get(key)!r}, predicted {mine.get(key)!r}")
@@ -208,7 +273,7 @@ def wait_running(objects: api.Objects, namespace: str, count: int, timeout: floa
 
 
 def settled_differences(objects: api.Objects, namespace: str, decoded: DecodedJob,
-                        timeout: float = 60) -> tuple[list[str], Observed]:
+                        timeout: float = 60, gang: str = "none") -> tuple[list[str], Observed]:
     """The differences once the controller has caught up (none), or those still there at the timeout.
 
     Pods Running is not the end of a controller's work: the training-operator creates each pod before
@@ -217,7 +282,7 @@ def settled_differences(objects: api.Objects, namespace: str, decoded: DecodedJo
     deadline = time.monotonic() + timeout
     while True:
         observed = observe(objects, namespace)
-        found = differences(decoded, observed)
+        found = differences(decoded, observed, gang)
         if not found or time.monotonic() > deadline:
             return found, observed
         time.sleep(0.5)

@@ -27,8 +27,9 @@ from ...profile import ClusterProfile
 from .. import api, pki, processes, tools
 from ..components import Layout
 
-# In the order they start: what the gang schedulers and Kueue act on comes first.
-MODULES = ("jobset", "training_operator", "volcano", "scheduler_plugins", "kueue")
+# In the order they start: the gang schedulers' CRDs before the training-operator, which writes their
+# PodGroups for TFJobs; Kueue last, once the kinds it admits (JobSet, TFJob) exist.
+MODULES = ("jobset", "volcano", "scheduler_plugins", "training_operator", "kueue")
 
 
 @dataclass
