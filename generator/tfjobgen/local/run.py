@@ -15,7 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .. import backends, owned, pipeline
+from .. import backends, contract, owned, pipeline
 from . import machine as machine_lib, scrape, shape as shape_lib, summary, tasks as tasks_lib
 from .progress import Progress
 from .shape import LocalError
@@ -210,5 +210,5 @@ def _check_local_data(training: dict) -> None:
     if not data.get("paths"):
         raise LocalError("training.data.paths is empty: list the tfrecord or csv files (globs allowed)")
     for i, pattern in enumerate(data["paths"]):
-        if "://" not in pattern and not glob.glob(pattern):
+        if not contract.is_shared_storage(pattern) and not glob.glob(pattern):
             raise LocalError(f"training.data.paths[{i}] {pattern!r} matches no file here")

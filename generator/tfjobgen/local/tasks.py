@@ -162,7 +162,7 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
     metrics_ports = ports[-len(pods):]  # the last of ports_needed: one per task
     pinned = pin(request, counts, machine_cpus)
     training = _local_training(request.training, run_dir, overrides, notices)
-    cluster_json = json.dumps(local_cluster, sort_keys=True, separators=(",", ":"))
+    cluster_json = contract.cluster_json(local_cluster)
 
     tasks, capped = [], set()
     for pod in pods:
@@ -194,7 +194,7 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
         if env.get("HOME") == contract.SCRATCH_DIR:  # the pod's writable emptyDir; here, the task's own directory
             env["HOME"] = task_dir
         cpus = pinned.get(f"{pod.role}:{pod.index}") if pinned else None
-        if cpus is None and _cap_threads(env, len(machine_cpus), request.api == "tf2" and pod.role == "worker"):
+        if cpus is None and _cap_threads(env, len(machine_cpus), request.api, pod.role):
             capped.add(pod.role)
         _check_no_cluster_names(env, hosts, f"{pod.role}:{pod.index}")
         command = list(pod.container.get("command", [])) + list(pod.container.get("args", []))
@@ -257,19 +257,19 @@ def _local_training(training: dict | None, run_dir: str, overrides: Overrides, n
         training["startupTimeoutSeconds"] = overrides.startup_timeout
     data = training.get("data", {})
     # Tasks run in their own directories: a relative data path means one relative to here.
-    data["paths"] = [p if "://" in p else os.path.abspath(p) for p in data.get("paths", [])]
+    data["paths"] = [p if contract.is_shared_storage(p) else os.path.abspath(p) for p in data.get("paths", [])]
     if overrides.model_dir:
         given = overrides.model_dir
-        training["modelDir"] = given if "://" in given else os.path.abspath(given)
+        training["modelDir"] = given if contract.is_shared_storage(given) else os.path.abspath(given)
     else:
-        if "://" in training["modelDir"]:  # a trial must not write into, or resume from, the real job's checkpoints
+        if contract.is_shared_storage(training["modelDir"]):  # a trial must not write into, or resume from, the real job's checkpoints
             notices.append(f"modelDir {training['modelDir']} is replaced by this run's own directory "
                            "(--model-dir URL uses a shared one)")
         training["modelDir"] = os.path.join(run_dir, "model")
     return training
 
 
-def _cap_threads(env: dict[str, str], cpus: int, tf2_worker: bool) -> bool:
+def _cap_threads(env: dict[str, str], cpus: int, api: str, role: str) -> bool:
     """Pools above this machine's CPUs come down to them; True when anything changed."""
     before = {name: env.get(name) for name in contract.THREAD_ENVS}
     for name in contract.THREAD_ENVS:
@@ -277,8 +277,9 @@ def _cap_threads(env: dict[str, str], cpus: int, tf2_worker: bool) -> bool:
         if value.isdigit() and int(value) > cpus:
             env[name] = str(cpus)
     inter = env.get(contract.INTER_OP_ENV, "")
-    if tf2_worker and inter.isdigit() and int(inter) < contract.TF2_WORKER_MIN_INTER_OP:
-        env[contract.INTER_OP_ENV] = str(contract.TF2_WORKER_MIN_INTER_OP)  # fewer deadlock a tf2 worker
+    raised = contract.inter_op_threads(api, role, int(inter)) if inter.isdigit() else None
+    if raised is not None and raised != int(inter):
+        env[contract.INTER_OP_ENV] = str(raised)  # fewer deadlock a tf2 worker
     return before != {name: env.get(name) for name in contract.THREAD_ENVS}
 
 

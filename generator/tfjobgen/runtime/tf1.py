@@ -20,6 +20,7 @@ import time
 
 import tensorflow as tf
 
+from .. import contract
 from . import control, data, events, model as model_lib, modeldir, optimizers, servers, sharding
 from .ending import Ending, absence_limit
 from .errors import EXIT_OK, TaskFailed
@@ -161,7 +162,7 @@ def run_trainer(task: Task, report: events.Reporter, control_server: control.Chi
             train_op = global_step.assign_add(1)
         # Sharded saving makes each PS write its own variables: right for a shared filesystem,
         # wrong for the chief's own disk (see modeldir.py). Built here, under the worker's device.
-        saver = tf.compat.v1.train.Saver(sharded=modeldir.shared(training.model_dir), max_to_keep=3)
+        saver = tf.compat.v1.train.Saver(sharded=contract.is_shared_storage(training.model_dir), max_to_keep=3)
 
     watchdog = Watchdog(ending.watchdog_expired)
     explain = (lambda: "") if control_server is None else (
