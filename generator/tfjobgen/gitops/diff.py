@@ -325,7 +325,7 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
     Jobs with errors get none (their problems are in the report already).
     """
     from .. import pipeline
-    from ..planner import report, variables
+    from ..planner import report, workload
 
     profile_file = next((str(path) for path in sorted((root / tree.OVERLAYS / overlay).glob("*.y*ml"))
                          if _is_profile(path)), None)
@@ -352,7 +352,7 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
         for intent in found:
             job, problems = pipeline.validate(intent, profile)
             if job is not None:
-                plan = report.make(job, profile, variables.of_job(job), intent.data)
+                plan = report.make(job, profile, workload.of_job(job), intent.data)
                 plan = dataclasses.replace(plan, notes=plan.notes + notes)
                 plans.append(report.markdown(plan, heading="####"))
     return plans

@@ -21,7 +21,8 @@ import time
 import tensorflow as tf
 
 from .. import contract
-from . import control, data, events, model as model_lib, modeldir, optimizers, servers, sharding
+from ..variable_placement import sharding
+from . import control, data, events, modeldir, optimizers, servers, wide_deep
 from .ending import Ending, absence_limit
 from .errors import EXIT_OK, TaskFailed
 from .settings import Task
@@ -103,8 +104,8 @@ def _graph(task: Task, files: list[str], device_fn=None):
         global_step = tf.compat.v1.train.get_or_create_global_step()
         partitions = sharding.partitioner(training.partitioner, task.num_ps, training.min_shard_bytes)
         with tf.compat.v1.variable_scope(_MODEL_SCOPE, partitioner=partitions):
-            model = model_lib.WideDeep(training.vocabulary_size, training.embedding_dim, training.hidden_units,
-                                       model_lib.tf1_variable)
+            model = wide_deep.WideDeep(training.vocabulary_size, training.embedding_dim, training.hidden_units,
+                                       wide_deep.tf1_variable)
     return model, global_step
 
 
@@ -147,7 +148,7 @@ def run_trainer(task: Task, report: events.Reporter, control_server: control.Chi
         else:
             dataset = data.from_files(training.data_format, files, training.batch_size, training.vocabulary_size)
         features, labels = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
-        loss = model_lib.loss_of(model, features, labels)
+        loss = wide_deep.loss_of(model, features, labels)
         variables = tf.compat.v1.trainable_variables()
         optimizer = optimizers.Optimizer(training.optimizer, training.learning_rate)
 
@@ -239,7 +240,7 @@ def run_evaluator(task: Task, report: events.Reporter, ending: Ending) -> int:
                                       EVAL_BATCHES)
     iterator = tf.compat.v1.data.make_initializable_iterator(batches)
     features, labels = iterator.get_next()
-    loss = model_lib.loss_of(model, features, labels)
+    loss = wide_deep.loss_of(model, features, labels)
     saver = tf.compat.v1.train.Saver(var_list=tf.compat.v1.global_variables())
     with tf.compat.v1.Session() as session:
         def score(path: str) -> tuple[int, float]:
