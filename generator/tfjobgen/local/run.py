@@ -65,11 +65,12 @@ def main(args) -> int:
         # everything started is stopped and the whole cluster starts again on new ports.
         ports = owned.free_ports(tasks.ports_needed(request, counts))
         try:
-            local_tasks, notices = tasks.build(request, counts, ports, run_dir, prepared.overrides,
-                                               machine.detect().cpus)
+            local_tasks, notices, files = tasks.build(request, counts, ports, run_dir, prepared.overrides,
+                                                      machine.detect().cpus)
         except LocalError as err:
             print(f"tfjobgen run-local: {err}", file=sys.stderr)
             return EXIT_CANNOT_RUN
+        write_files(files)
         scrape_config = scrape.write(run_dir, local_tasks, request.pods[0].namespace)
         for notice in notices + [f"a Prometheus scrape config for them: {scrape_config}"] if attempt == 1 else ():
             progress.line(f"run-local: {notice}")
@@ -183,6 +184,14 @@ def prepare(args) -> Prepared | None:
     overrides = tasks.Overrides(steps=args.steps, startup_timeout=args.startup_timeout,
                                 model_dir=args.model_dir, protocol=protocol, retries=args.restarts)
     return Prepared(request, chosen, overrides, notices, chief)
+
+
+def write_files(files: dict[str, str]) -> None:
+    """The files tasks.build says the tasks read (path -> text), their folders made."""
+    for path, text in files.items():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
 
 
 def _has_star_server() -> bool:
