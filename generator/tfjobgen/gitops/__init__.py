@@ -5,7 +5,10 @@
     build.py     overlays built with the tree's own generator, with as little kustomize as they need
     deliver.py   fail-loud checks on a build, then the Argo CD annotations (both delivery modes)
     hydrate.py   `tfjobgen hydrate`: the committed rendered/ tree (rendered-manifests mode)
-    diff.py      `tfjobgen diff BASE_REF`: the semantic diff posted on pull requests
+    diff.py      `tfjobgen diff BASE_REF`: the semantic diff posted on pull requests, from
+    sides.py     each side built (the base commit, the working tree),
+    changes.py   two builds of a cluster compared job by job,
+    markdown.py  and the report as the pull-request comment
     crds.py      validating custom resources against upstream CRD schemas
     command.py   the commands (hydrate, build, diff), registered with the `tfjobgen` CLI
 
