@@ -6,9 +6,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from .. import describe
-from . import deliver
+from . import object_meta, rollout
 
-IGNORED_PATHS = {f"metadata.annotations.{deliver.REVISION}"}  # derived from the rest; shown as "restarts"
+IGNORED_PATHS = {f"metadata.annotations.{rollout.REVISION}"}  # derived from the rest; shown as "restarts"
 MAX_PATHS = 6
 
 
@@ -30,7 +30,7 @@ class JobChange:
 def _by_job(objects: list[dict]) -> dict[str, dict[tuple[str, str], dict]]:
     grouped: dict[str, dict[tuple[str, str], dict]] = defaultdict(dict)
     for obj in objects:
-        job = deliver.job_of(obj)
+        job = object_meta.job_of(obj)
         if job:
             meta = obj.get("metadata") or {}
             grouped[f"{meta.get('namespace', '')}/{job}"][(str(obj.get("kind", "")), str(meta.get("name", "")))] = obj
@@ -59,7 +59,7 @@ def _details(old: dict[tuple[str, str], dict], new: dict[tuple[str, str], dict])
     runs: Counter = Counter()  # recreated, created, deleted
     for key in sorted(set(old) | set(new)):
         kind, name = key
-        is_run = any(k == kind for _, k in deliver.RUN_KINDS)
+        is_run = any(k == kind for _, k in object_meta.RUN_KINDS)
         if key not in old:
             groups[(kind, "added")].append(name)
             runs["created"] += is_run

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import describe, intents, source
 from ..problems import WARNING, InvalidInput, Problem, distinct
-from . import build, deliver, markdown, policy, tree
+from . import build, markdown, object_meta, policy, tree
 from .changes import JobChange, compare
 from .sides import Side, affected_files, intent_problems, load_side, namespace_moves
 
@@ -168,7 +168,7 @@ def output_problems(base: Side, head: Side, crd_dir: str | None) -> list[Problem
         return [Problem(f"rendered objects were not validated: {err.name} is not installed "
                         "(pip install kubernetes-validate)", severity=WARNING)]
     where = {id(o): overlay for overlay, o in fresh}
-    return [Problem(f"{deliver.describe_object(obj)}: {message}", severity=severity,
+    return [Problem(f"{object_meta.describe_object(obj)}: {message}", severity=severity,
                     file=f"{tree.OVERLAYS}/{where.get(id(obj), '?')}") for obj, severity, message in found]
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import intents, source
 from ..problems import InvalidInput, Problem
-from . import build, deliver, tree
+from . import build, checks, deliver, rollout, tree
 
 
 @dataclass
@@ -54,14 +54,14 @@ def load_side(root: Path, label: str, files: frozenset[str] | None = None) -> Si
             continue
         result = builds[overlay]
         side.intents[overlay] = result.intents
-        side.problems += result.problems + (deliver.patch_problems(root, result.path, jobs) if readable else [])
+        side.problems += result.problems + (checks.patch_problems(root, result.path, jobs) if readable else [])
         if not result.ok:
             continue
         delivered, found = deliver.deliver(result.objects, built_jobs, result.path)
         side.problems += found
         if any(p.is_error for p in found):  # still worth showing; the report says Argo CD would get nothing
             side.refused.add(overlay)
-            delivered = deliver.annotate(result.objects)
+            delivered = rollout.annotate(result.objects)
         side.objects[overlay] = delivered
     return side
 
