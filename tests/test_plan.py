@@ -25,7 +25,7 @@ from tfjobgen.variable_placement import reference_model, round_robin, sharding
 SEED_PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 
 
-def _job(path, profile=None):
+def _validated(path, profile=None):
     loaded = pipeline.load_profile(str(profile) if profile else None)
     intents, problems = pipeline.load_intents([str(path)])
     job, found = pipeline.validate(intents[0], loaded)
@@ -167,13 +167,13 @@ def test_skewed_ids_put_most_lookups_and_touched_rows_on_a_tables_first_shard():
 
 
 def test_colocation_keeps_everything_local_with_one_ps_and_one_nth_with_n_balanced_ps():
-    one, _ = _job(JOBS / "scene1-case1.yaml")
+    one, _ = _validated(JOBS / "scene1-case1.yaml")
     plan = report.make(one, pipeline.load_profile(None), of_job(one))
     by_mode = {t.mode: t for t in plan.own.topologies}
     assert by_mode["colocated"].cross == 0 and by_mode["colocated"].local_share == 1.0
     assert by_mode["isolated"].local_share == 0.0 and by_mode["isolated"].cross == pytest.approx(
         10 * plan.own.step.total)
-    four, _ = _job(JOBS / "scene1-case4.yaml")
+    four, _ = _validated(JOBS / "scene1-case4.yaml")
     plan = report.make(four, pipeline.load_profile(None), of_job(four))
     fixed = report._load(four, plan.workload, plan.layouts["fixed"], 13)  # every PS an equal share
     colocated = next(t for t in fixed.topologies if t.mode == "colocated")
@@ -185,7 +185,7 @@ def test_colocation_keeps_everything_local_with_one_ps_and_one_nth_with_n_balanc
 @pytest.mark.parametrize("scene, case, servers", [(1, 1, 1), (1, 2, 5), (1, 4, 20), (2, 1, 2), (2, 2, 10),
                                                   (2, 4, 40)])
 def test_nodes_needed_are_the_seeds_servers(scene, case, servers):
-    job, profile = _job(JOBS / f"scene{scene}-case{case}.yaml")
+    job, profile = _validated(JOBS / f"scene{scene}-case{case}.yaml")
     needed = capacity.capacity(job, profile).own
     assert needed.nodes == {capacity.NO_POOL: servers} and needed.pending == ()
     if servers > 1:
@@ -198,7 +198,7 @@ def _count_profile(count: int):
 
 
 def test_pending_tasks_are_named_with_the_rule_that_keeps_them_out():
-    job, _ = _job(JOBS / "scene2-case4.yaml")  # 20 PS alone on their servers, 200 workers 10 per server
+    job, _ = _validated(JOBS / "scene2-case4.yaml")  # 20 PS alone on their servers, 200 workers 10 per server
     found = capacity.capacity(job, _count_profile(30))
     assert found.own.nodes == {capacity.NO_POOL: 30}
     (pending,) = found.own.pending
@@ -210,7 +210,7 @@ def test_pending_tasks_are_named_with_the_rule_that_keeps_them_out():
 
 
 def test_colocated_groups_that_do_not_fit_show_in_the_comparison():
-    job, _ = _job(JOBS / "scene2-case1.yaml")  # 1 PS of 16 CPU + 10 workers of 7 CPU: 86 CPU, on 80-CPU nodes
+    job, _ = _validated(JOBS / "scene2-case1.yaml")  # 1 PS of 16 CPU + 10 workers of 7 CPU: 86 CPU, on 80-CPU nodes
     colocated = next(p for p in capacity.capacity(job, pipeline.load_profile(None)).packings
                      if p.mode == "colocated")
     assert [(p.role, p.indexes) for p in colocated.pending] == [("worker", (8, 9))]
@@ -224,7 +224,7 @@ WIDE_DEEP = (JOBS / "wide-deep.yaml").read_text()
 def test_partitioner_none_and_dense_adam_are_advised_against_with_the_fields_to_change(tmp_path):
     path = _write(tmp_path, WIDE_DEEP.replace("partitioner: auto", "partitioner: none")
                   .replace("optimizer: adagrad", "optimizer: adam"))
-    job, profile = _job(path)
+    job, profile = _validated(path)
     plan = report.make(job, profile, of_job(job))
     fields = [a.field for a in plan.advice]
     assert "spec.training.partitioner" in fields and "spec.training.optimizer" in fields
@@ -236,21 +236,21 @@ def test_partitioner_none_and_dense_adam_are_advised_against_with_the_fields_to_
 
 def test_star_server_ratio_and_thread_advice(tmp_path):
     text = (JOBS / "deeprec-starserver.yaml").read_text().replace("ps: {replicas: 10,", "ps: {replicas: 4,")
-    job, profile = _job(_write(tmp_path, text))
+    job, profile = _validated(_write(tmp_path, text))
     plan = report.make(job, profile, None)
     ratio = next(a for a in plan.advice if a.field == "spec.roles.ps.replicas")
     assert "80 workers on 4 PS is 20.0:1" in ratio.message and "9 PS" in ratio.message
     # The default PS pool already leaves the 8 polling cores free (24 - 8 = 16 compute threads);
     # a user who sets intraOp to the whole CPU limit is told to give the polling threads their cores.
     assert not [a for a in plan.advice if a.field == "spec.roles.ps.threads.intraOp"]
-    job, profile = _job(_write(tmp_path, text.replace("ps: {replicas: 4,", "ps: {replicas: 4, threads: {intraOp: 24},")))
+    job, profile = _validated(_write(tmp_path, text.replace("ps: {replicas: 4,", "ps: {replicas: 4, threads: {intraOp: 24},")))
     (threads,) = [a for a in report.make(job, profile, None).advice if a.field == "spec.roles.ps.threads.intraOp"]
     assert "24 compute threads + 8 polling network threads on 24 CPUs" in threads.message
     assert "set intraOp to 16" in threads.message
 
 
 def test_a_balanced_job_gets_no_partitioning_advice():
-    job, profile = _job(JOBS / "wide-deep.yaml")
+    job, profile = _validated(JOBS / "wide-deep.yaml")
     plan = report.make(job, profile, of_job(job))
     assert plan.after is None and plan.own.layout.balanced
     assert not [a for a in plan.advice if a.field.endswith("partitioner")]
@@ -374,7 +374,7 @@ def test_auto_leaving_a_mid_size_table_whole_is_advised_to_fixed(tmp_path):
         "{vocabularySize: 5000000, embeddingDim: 32, hiddenUnits: [256, 128, 64]}",
         "{vocabularySize: 50000, embeddingDim: 12, hiddenUnits: [48]}").replace(
         "optimizer: adagrad", "optimizer: lazy_adam").replace("ps: {replicas: 4,", "ps: {replicas: 3,")
-    job, profile = _job(_write(tmp_path, text))
+    job, profile = _validated(_write(tmp_path, text))
     plan = report.make(job, profile, of_job(job))
     assert plan.own.layout.bytes_per_ps == (3000624, 2459964, 2400488)  # as TensorFlow placed it (run-local)
     (advice,) = [a for a in plan.advice if a.field == "spec.training.partitioner"]
@@ -392,14 +392,14 @@ def test_variables_too_few_to_share_out_are_said_so():
 
 def test_ps_memory_smaller_than_the_variables_is_advised(tmp_path):
     text = WIDE_DEEP.replace("ps: {replicas: 4, cpu: 8, memory: 32Gi}", "ps: {replicas: 4, cpu: 8, memory: 1Gi}")
-    job, profile = _job(_write(tmp_path, text.replace("partitioner: auto", "partitioner: none")))
+    job, profile = _validated(_write(tmp_path, text.replace("partitioner: auto", "partitioner: none")))
     plan = report.make(job, profile, of_job(job))
     (advice,) = [a for a in plan.advice if a.field == "spec.roles.ps.memory"]
     assert advice.message.startswith("1 PS would hold more variable bytes than their 1Gi (ps:0: 1.3 GB")
 
 
 def test_the_unpartitioned_example_of_plan_md_shows_the_seeds_hot_ps():
-    job, profile = _job(REPO / "docs/plan-examples/scene1-case2-unpartitioned.yaml", SEED_PROFILE)
+    job, profile = _validated(REPO / "docs/plan-examples/scene1-case2-unpartitioned.yaml", SEED_PROFILE)
     plan = report.make(job, profile, of_job(job))
     assert plan.own.layout.hot_share > 0.96 and plan.own.layout.max_over_mean > 4.8  # one PS of five
     assert plan.after.layout.partitioner == "auto" and plan.after.layout.max_over_mean < 1.01
@@ -413,7 +413,7 @@ def test_node_pools_are_counted_apart_and_their_counts_bound_them(tmp_path):
         "      node: {cpu: 64, reservedCpus: 2, memory: 512Gi}\n      nodeCount: 1")
     assert "nodeCount: 1" in profile_text
     profile = _write(tmp_path, profile_text, "profile.yaml")
-    job, loaded = _job(golden / "job.yaml", profile)
+    job, loaded = _validated(golden / "job.yaml", profile)
     found = capacity.capacity(job, loaded)
     assert found.own.nodes == {"ps-highmem": 1, "cpu-workers": 1}
     (pending,) = found.own.pending  # isolated PS repel each other: the second finds no node of its pool

@@ -31,7 +31,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_dns import ClusterDNS
-from conftest import JOBS, REPO
+from conftest import REPO
+from jobs import JOB_FILES
 from gitops.gitops_support import crd_dir
 from tfjobgen import backends, cli, contract, emit, intents, pipeline, schema, schema_fast, source
 
@@ -245,7 +246,7 @@ def _assert_located(code: int, stderr: str, summaries: tuple[str, ...] = ()) -> 
 
 
 WORK = Path(tempfile.mkdtemp(prefix="tfjobgen-properties-"))
-JOB_TEXTS = [p.read_text() for p in sorted(JOBS.glob("*.yaml")) if p.name != "kustomization.yaml"]
+JOB_TEXTS = [p.read_text() for p in JOB_FILES]
 
 
 @given(st.sampled_from(JOB_TEXTS).flatmap(mutated_text))
