@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
 from tfjobgen import pipeline  # noqa: E402
-from tfjobgen.planner import report, variables  # noqa: E402
+from tfjobgen.planner import report, workload  # noqa: E402
 
 PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 LARGE = """\
@@ -56,7 +56,7 @@ def plan_seconds(path: Path, profile, rounds: int) -> float:
     intents, _ = pipeline.load_intents([str(path)])
     job, problems = pipeline.validate(intents[0], profile)
     assert job is not None, [p.format() for p in problems]
-    return median_seconds(lambda: report.text(report.make(job, profile, variables.of_job(job))), rounds)
+    return median_seconds(lambda: report.text(report.make(job, profile, workload.of_job(job))), rounds)
 
 
 def main() -> None:

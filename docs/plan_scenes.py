@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
 from tfjobgen import pipeline, table  # noqa: E402
-from tfjobgen.planner import report, variables  # noqa: E402
+from tfjobgen.planner import report, workload  # noqa: E402
 from tfjobgen.planner.units import percent, size  # noqa: E402
 
 
@@ -27,7 +27,7 @@ def main() -> None:
             intents, _ = pipeline.load_intents([str(REPO / "jobs" / f"scene{scene}-case{case}.yaml")])
             job, problems = pipeline.validate(intents[0], profile)
             assert job is not None, [p.format() for p in problems]
-            plan = report.make(job, profile, variables.of_job(job))
+            plan = report.make(job, profile, workload.of_job(job))
             packings = {p.mode: p for p in plan.capacity.packings}
 
             def nodes(mode: str) -> str:

@@ -19,12 +19,12 @@ import pytest
 
 from conftest import JOBS, REPO
 from gitops.gitops_support import crd_dir
+from jobs import JOB_FILES, example
 from tfjobgen import backends, contract, gang, lifecycle, pipeline, source
 from tfjobgen.backends import jobset, tfjob
 from tfjobgen.gitops import crds
 from tfjobgen.problems import has_errors
 
-JOB_FILES = sorted(p for p in JOBS.glob("*.yaml") if p.name != "kustomization.yaml")
 SCHEDULERS = ("none", "volcano", "scheduler-plugins", "kueue")
 SUPPORTED = ("1.30", "1.33", "1.37")
 
@@ -36,10 +36,7 @@ def profile(scheduler: str = "none", **gang_fields) -> pipeline.ClusterProfile:
 
 
 def expand(path, backend: str, chosen: pipeline.ClusterProfile, **spec) -> pipeline.Expansion:
-    document = source.parse_documents(source.read_text(str(path)), str(path))[0]
-    data = json.loads(json.dumps(document.data))
-    data["spec"].update(backend=backend, **spec)
-    return pipeline.expand([pipeline.Intent(data, str(path), document)], chosen)
+    return pipeline.expand([example(path, backend=backend, **spec)], chosen)
 
 
 SMALL = {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "small", "namespace": "ml"},
@@ -209,12 +206,8 @@ def test_jobset_refuses_colocated_and_names_the_backend_that_can():
 
 def test_jobset_refuses_a_name_whose_pod_hosts_outgrow_a_dns_label():
     long_name = "a" * 53  # native's `<name>-worker-9` fits in 63, JobSet's `<name>-worker-0-9` does not
-    document = source.parse_documents(source.read_text(str(JOBS / "scene2-case1.yaml")), "job.yaml")[0]
-    data = json.loads(json.dumps(document.data))
-    data["metadata"]["name"] = long_name
     for backend, refused in (("native", False), ("jobset", True)):
-        data["spec"]["backend"] = backend
-        result = pipeline.expand([pipeline.Intent(data, "job.yaml", document)], profile())
+        result = pipeline.expand([example(JOBS / "scene2-case1.yaml", name=long_name, backend=backend)], profile())
         assert (not result.ok) == refused, backend
     assert "shorten the name to at most 52 characters" in " ".join(p.message for p in result.problems)
 

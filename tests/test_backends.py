@@ -12,11 +12,9 @@ import json
 
 import pytest
 
-from conftest import JOBS
-from tfjobgen import backends, contract, describe, pipeline, plan, source
+from jobs import JOB_FILES, example
+from tfjobgen import backends, contract, describe, pipeline, plan
 from tfjobgen.problems import has_errors
-
-JOB_FILES = sorted(p for p in JOBS.glob("*.yaml") if p.name != "kustomization.yaml")
 
 
 def _expressible(backend: str) -> list:
@@ -24,10 +22,7 @@ def _expressible(backend: str) -> list:
     profile = pipeline.load_profile(None)
     found = []
     for path in JOB_FILES:
-        document = source.parse_documents(source.read_text(str(path)), str(path))[0]
-        data = json.loads(json.dumps(document.data))
-        data["spec"]["backend"] = backend
-        job, problems = pipeline.validate(pipeline.Intent(data, str(path), document), profile)
+        job, problems = pipeline.validate(example(path, backend=backend), profile)
         if job is None or has_errors(problems):
             continue  # refused, with a clear error (tests/test_errors.py checks the wording)
         chosen = backends.get(backend)

@@ -47,7 +47,7 @@ def _resource_list(*items, config=None) -> str:
     return yaml.safe_dump(resource_list)
 
 
-def _job(**changes) -> dict:
+def _intent(**changes) -> dict:
     job = yaml.safe_load(JOB)
     for path, value in changes.items():
         node = job
@@ -59,7 +59,7 @@ def _job(**changes) -> dict:
 
 
 def test_intents_are_expanded_and_everything_else_passes_through():
-    text = _resource_list(OTHER, _job(), OTHER | {"metadata": OTHER["metadata"] | {"name": "after"}}, config=PROFILE)
+    text = _resource_list(OTHER, _intent(), OTHER | {"metadata": OTHER["metadata"] | {"name": "after"}}, config=PROFILE)
     output, code = krm.run_resource_list(text, str(REPO), stderr=io.StringIO())
     assert code == 0
     [result] = load_yaml_stream(output)
@@ -72,7 +72,7 @@ def test_intents_are_expanded_and_everything_else_passes_through():
 
 
 def test_no_function_config_means_the_embedded_default_profile():
-    output, code = krm.run_resource_list(_resource_list(_job()), str(REPO), stderr=io.StringIO())
+    output, code = krm.run_resource_list(_resource_list(_intent()), str(REPO), stderr=io.StringIO())
     assert code == 0
     jobs = [i for i in load_yaml_stream(output)[0]["items"] if i["kind"] == "Job"]
     assert all("nodeSelector" not in j["spec"]["template"]["spec"] for j in jobs), "default profile: no pools"
@@ -80,14 +80,14 @@ def test_no_function_config_means_the_embedded_default_profile():
 
 def test_kpt_placeholder_config_is_the_default_and_key_value_config_is_refused():
     placeholder = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "function-input"}}
-    assert krm.run_resource_list(_resource_list(_job(), config=placeholder), str(REPO), io.StringIO())[1] == 0
+    assert krm.run_resource_list(_resource_list(_intent(), config=placeholder), str(REPO), io.StringIO())[1] == 0
     keyvalue = placeholder | {"data": {"workers": "3"}}
-    output, code = krm.run_resource_list(_resource_list(_job(), config=keyvalue), str(REPO), io.StringIO())
+    output, code = krm.run_resource_list(_resource_list(_intent(), config=keyvalue), str(REPO), io.StringIO())
     assert code == 1 and "must be a ClusterProfile" in load_yaml_stream(output)[0]["results"][0]["message"]
 
 
 def test_invalid_intent_gives_results_and_a_nonzero_exit():
-    bad = _job(**{"spec.roles.worker.cpu": "300m", "metadata.annotations": {
+    bad = _intent(**{"spec.roles.worker.cpu": "300m", "metadata.annotations": {
         "internal.config.kubernetes.io/path": "jobs/wide-deep.yaml"}})
     stderr = io.StringIO()
     output, code = krm.run_resource_list(_resource_list(OTHER, bad), str(REPO), stderr=stderr)
@@ -114,7 +114,7 @@ def test_a_build_without_any_intent_is_refused_unless_allowed():
 
 def test_a_generated_object_that_collides_with_an_existing_one_is_an_error():
     clash = OTHER | {"metadata": {"name": "wide-deep-cluster", "namespace": "ml-training"}}
-    output, code = krm.run_resource_list(_resource_list(clash, _job()), str(REPO), stderr=io.StringIO())
+    output, code = krm.run_resource_list(_resource_list(clash, _intent()), str(REPO), stderr=io.StringIO())
     assert code == 1
     assert "generates ConfigMap ml-training/wide-deep-cluster" in load_yaml_stream(output)[0]["results"][0]["message"]
 
@@ -179,9 +179,9 @@ def test_krm_without_input_is_invalid_input_and_an_unknown_flag_is_usage(tmp_pat
 
 def test_a_profile_rule_is_reported_once_per_build_at_the_profile():
     """Rules about the profile alone are checked once, not once per job, and point at the profile."""
-    second = _job(**{"metadata.name": "wide-deep-2"})
+    second = _intent(**{"metadata.name": "wide-deep-2"})
     ports = PROFILE | {"spec": PROFILE["spec"] | {"ports": {"grpc": 2300, "control": 2300}}}
-    output, code = krm.run_resource_list(_resource_list(_job(), second, config=ports), str(REPO), io.StringIO())
+    output, code = krm.run_resource_list(_resource_list(_intent(), second, config=ports), str(REPO), io.StringIO())
     [result] = load_yaml_stream(output)
     [entry] = result["results"]
     assert code == 1 and entry["severity"] == "error"
@@ -265,12 +265,12 @@ def test_a_value_an_overlay_patched_is_reported_at_the_patch(tmp_path):
     (overlay / "kustomization.yaml").write_text(PATCHES)
     (overlay / "chief.yaml").write_text(CHIEF_PATCH)
     worker_line = next(n for n, text in enumerate(JOB.splitlines(), 1) if "worker: {replicas: 32" in text)
-    replicas = _job(**{"spec.roles.worker.replicas": 0})  # what kustomize makes of it, one patch at a time
+    replicas = _intent(**{"spec.roles.worker.replicas": 0})  # what kustomize makes of it, one patch at a time
     _, problems = krm.expand_items([replicas], pipeline.profile_from(PROFILE), str(overlay))
     assert [p.format() for p in problems if p.is_error] == [
         "overlays/x/kustomization.yaml:9: spec.roles.worker.replicas: 0 is out of range: must be at least 1 (set "
         f"by this overlay's patch; jobs/wide-deep.yaml:{worker_line} has 32)"]
-    chief = _job()
+    chief = _intent()
     chief["spec"]["roles"]["chief"]["cpu"] = "500m"
     _, problems = krm.expand_items([chief], pipeline.profile_from(PROFILE), str(overlay))
     assert [p.format() for p in problems if p.is_error] == [
@@ -278,7 +278,7 @@ def test_a_value_an_overlay_patched_is_reported_at_the_patch(tmp_path):
         "got 0.5: use 1 or set spec.qos: shared (set by this overlay's patch; jobs/wide-deep.yaml:"
         f"{worker_line + 1} has 2)"]
     # A value no patch of the tree wrote (another transformer of the overlay): said at the job file's line.
-    other = _job(**{"spec.roles.worker.cpu": "4500m"})
+    other = _intent(**{"spec.roles.worker.cpu": "4500m"})
     _, problems = krm.expand_items([other], pipeline.profile_from(PROFILE), str(overlay))
     [line] = [p.format() for p in problems if p.is_error]
     assert line.startswith(f"jobs/wide-deep.yaml:{worker_line}: spec.roles.worker.cpu: qos cpuset needs whole CPUs")

@@ -18,6 +18,7 @@ import pytest
 
 from cluster_dns import ClusterDNS
 from conftest import OVERLAYS, REPO, kubectl, kustomize_build, load_yaml_stream
+from jobs import JOB_FILES
 from tfjobgen import backends, describe, labels
 
 # Kubernetes versions the output is validated against: the oldest supported and the newest bundled.
@@ -41,8 +42,7 @@ def test_overlay_builds_and_no_intent_survives(overlay_objects, overlay):
     assert "TrainingJob" not in kinds and "ClusterProfile" not in kinds
     monitoring = {"PodMonitor", "PrometheusRule"} if overlay == "prod-96c" else set()  # its profile turns it on
     assert set(kinds) == {"ConfigMap", "Service", "NetworkPolicy", "Job", "JobSet"} | monitoring  # jobs/ctr-jobset.yaml
-    intents = [p for p in (REPO / "jobs").glob("*.yaml") if p.name != "kustomization.yaml"]
-    assert len(describe.jobs(objects)) == len(intents), "every intent in jobs/ became a job"
+    assert len(describe.jobs(objects)) == len(JOB_FILES), "every intent in jobs/ became a job"
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -135,7 +135,7 @@ def test_if_the_function_is_skipped_the_intents_come_out_unchanged(tmp_path):
     assert proc.returncode == 0
     objects = load_yaml_stream(proc.stdout)
     assert {o["kind"] for o in objects} == {"TrainingJob"}
-    assert len(objects) == len([p for p in (REPO / "jobs").glob("*.yaml") if p.name != "kustomization.yaml"])
+    assert len(objects) == len(JOB_FILES)
 
 
 def test_a_profile_rule_names_the_line_of_the_users_profile_not_kustomizes_copy(tmp_path):

@@ -27,7 +27,7 @@ def _objects(path):
     return render(path, profile=PROFILES.get(path.parent.name))
 
 
-def _job(path):
+def _validated(path):
     intents, _ = pipeline.load_intents([str(path)])
     profile = pipeline.load_profile(str(PROFILES[path.parent.name]) if path.parent.name in PROFILES else None)
     job, problems = pipeline.validate(intents[0], profile)
@@ -70,7 +70,7 @@ def _api_server_problems(job: dict) -> list[str]:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_every_job_fails_a_task_by_its_exit_code_with_its_own_budget(path):
     objects = _objects(path)
-    job, profile = _job(path)
+    job, profile = _validated(path)
     expected = lifecycle.of(job, profile)
     decoded = backends.decode(objects)[0]
     if decoded.backend == "tfjob":  # no batch/v1 fields: exit codes 1-127 fail it (backends/tfjob.py)

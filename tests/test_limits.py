@@ -26,7 +26,7 @@ FULLY_QUALIFIED = dataclasses.replace(NATIVE, address=lambda job, profile, role,
     f"{profile.grpc_port}"))
 
 
-def _data(ps: int, workers: int, star_server: bool = False) -> dict:
+def _wide_deep_data(ps: int, workers: int, star_server: bool = False) -> dict:
     data = pipeline.load_intents([str(JOBS / "wide-deep.yaml")])[0][0].data
     data = copy.deepcopy(data)
     data["spec"]["roles"]["ps"]["replicas"], data["spec"]["roles"]["worker"]["replicas"] = ps, workers
@@ -36,24 +36,24 @@ def _data(ps: int, workers: int, star_server: bool = False) -> dict:
     return data
 
 
-def _job(ps: int, workers: int, star_server: bool = False) -> model.TrainingJob:
-    return model.training_job(schema.with_defaults(_data(ps, workers, star_server), schema.TRAINING_JOB))
+def _wide_deep(ps: int, workers: int, star_server: bool = False) -> model.TrainingJob:
+    return model.training_job(schema.with_defaults(_wide_deep_data(ps, workers, star_server), schema.TRAINING_JOB))
 
 
 def test_the_issues_job_fits_with_namespace_relative_addresses_and_did_not_without():
-    job = _job(250, 2500)
+    job = _wide_deep(250, 2500)
     assert limits.sizes(job, PROFILE, NATIVE).env_string <= limits.ENV_STRING_MAX < \
         limits.sizes(job, PROFILE, FULLY_QUALIFIED).env_string
     assert limits.check(job, PROFILE, NATIVE) == []
 
 
 def test_what_does_not_fit_is_refused_naming_the_limit_and_the_workers_that_fit():
-    [problem] = limits.check(_job(250, 5000), PROFILE, NATIVE)
+    [problem] = limits.check(_wide_deep(250, 5000), PROFILE, NATIVE)
     assert problem.field == "spec.roles.worker.replicas" and problem.is_error
     assert "Linux refuses one environment string over 131,072 bytes (MAX_ARG_STRLEN)" in problem.message
     fits = int(problem.message.split("at most ")[1].split(" workers")[0].replace(",", ""))
-    assert limits.check(_job(250, fits), PROFILE, NATIVE) == []
-    assert limits.check(_job(250, fits + 1), PROFILE, NATIVE), "the count named is the largest that fits"
+    assert limits.check(_wide_deep(250, fits), PROFILE, NATIVE) == []
+    assert limits.check(_wide_deep(250, fits + 1), PROFILE, NATIVE), "the count named is the largest that fits"
 
 
 def _exec_with(env: dict[str, str]) -> int:
@@ -75,17 +75,17 @@ def test_the_limit_is_this_kernels():
 @pytest.mark.slow  # seconds of CPU: the largest accepted environment, built and started
 def test_the_pod_environment_of_the_largest_accepted_job_starts_and_one_more_worker_does_not():
     """The real env a kubelet would give the last worker (pods.py resolves it), exec'd by the kernel."""
-    [problem] = limits.check(_job(250, 5000), PROFILE, NATIVE)
+    [problem] = limits.check(_wide_deep(250, 5000), PROFILE, NATIVE)
     fits = int(problem.message.split("at most ")[1].split(" workers")[0].replace(",", ""))
     for workers, starts in ((fits, True), (fits + 1, False)):
-        objects = backends.get("native").encode(plan.build(_job(250, workers), PROFILE, NATIVE))
+        objects = backends.get("native").encode(plan.build(_wide_deep(250, workers), PROFILE, NATIVE))
         last = backends.pods_of(objects)[-1]
         assert (last.role, last.index) == ("worker", workers - 1)
         assert (_exec_with(last.env) == 0) is starts, f"{workers} workers"
 
 
 def test_a_big_star_server_config_map_warns_that_argo_cd_needs_server_side_apply(tmp_path):
-    job = _job(200, 1800, star_server=True)
+    job = _wide_deep(200, 1800, star_server=True)
     found = limits.sizes(job, PROFILE, NATIVE)
     assert limits.ANNOTATIONS_MAX < found.last_applied and found.config_map < limits.CONFIG_MAP_MAX
     [warning] = limits.check(job, PROFILE, NATIVE)
@@ -96,9 +96,9 @@ def test_a_big_star_server_config_map_warns_that_argo_cd_needs_server_side_apply
 def test_the_config_map_limit_follows_from_the_environment_limit(star_server):
     """The ConfigMap holds the cluster spec once (twice with the endpoint map): any job whose TF_CONFIG
     fits one environment string fits the API server's 1 MiB."""
-    [problem] = limits.check(_job(250, 5000, star_server), PROFILE, NATIVE)
+    [problem] = limits.check(_wide_deep(250, 5000, star_server), PROFILE, NATIVE)
     fits = int(problem.message.split("at most ")[1].split(" workers")[0].replace(",", ""))
-    assert limits.sizes(_job(250, fits, star_server), PROFILE, NATIVE).config_map < limits.CONFIG_MAP_MAX
+    assert limits.sizes(_wide_deep(250, fits, star_server), PROFILE, NATIVE).config_map < limits.CONFIG_MAP_MAX
 
 
 def test_validate_names_the_line_of_the_field(tmp_path):

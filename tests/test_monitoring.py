@@ -15,6 +15,7 @@ import pytest
 
 import pss
 from conftest import REPO, crd_dir, problems_of, render
+from jobs import job_yaml
 from tfjobgen import backends, contract, labels, pipeline, qos
 from tfjobgen.gitops import crds
 from tfjobgen.planner import capacity
@@ -128,22 +129,15 @@ def test_gpu_workers_get_the_device_in_limits_and_requests_and_the_gpu_pool():
             assert "accelerator" not in pod.spec.get("nodeSelector", {})
 
 
-GPU_JOB = """\
-apiVersion: tfjobgen.dev/v1alpha1
-kind: TrainingJob
-metadata: {name: gpu, namespace: ml}
-spec:
-  image: registry.example.com/tf:1
-  topology: {mode: spread%s}
-  roles:
-    chief: {cpu: 2, memory: 4Gi}
-    ps: {replicas: 2, cpu: 4, memory: 8Gi}
-    worker: {replicas: %d, cpu: 4, memory: 8Gi, gpu: %d}
-"""
+def gpu_job(workers: int, gpus: int, **topology) -> str:
+    """A spread job of `workers` workers that want `gpus` GPUs each; the worker's role is on line 10."""
+    return job_yaml("gpu", namespace="ml", topology={"mode": "spread", **topology},
+                    roles={"chief": {"cpu": 2, "memory": "4Gi"},
+                           "worker": {"replicas": workers, "cpu": 4, "memory": "8Gi", "gpu": gpus}})
 
 
 def test_a_gpu_job_on_a_profile_without_gpus_is_refused(tmp_path):
-    (problem,) = [p for p in problems_of(GPU_JOB % ("", 2, 1), tmp_path, REPO / "overlays" / "seed-80c" /
+    (problem,) = [p for p in problems_of(gpu_job(workers=2, gpus=1), tmp_path, REPO / "overlays" / "seed-80c" /
                                          "cluster-profile.yaml") if p.is_error]
     assert problem.field == "spec.roles.worker.gpu" and problem.line == 10
     assert "has no GPU nodes (spec.gpu)" in problem.message
@@ -152,8 +146,8 @@ def test_a_gpu_job_on_a_profile_without_gpus_is_refused(tmp_path):
 def test_the_embedded_default_lets_gpu_jobs_ask_for_the_device_alone(tmp_path):
     """Kubernetes sends a pod that requests nvidia.com/gpu to a node that has one, with no selector:
     the default profile, which knows no cluster, does not refuse what any cluster would place."""
-    assert not [p for p in problems_of(GPU_JOB % ("", 2, 1), tmp_path) if p.is_error]
-    (tmp_path / "job.yaml").write_text(GPU_JOB % ("", 2, 1))
+    assert not [p for p in problems_of(gpu_job(workers=2, gpus=1), tmp_path) if p.is_error]
+    (tmp_path / "job.yaml").write_text(gpu_job(workers=2, gpus=1))
     for pod in backends.pods_of(render(tmp_path / "job.yaml")):
         limits = pod.container["resources"]["limits"]
         assert limits.get("nvidia.com/gpu") == ("1" if pod.role == "worker" else None)
@@ -162,17 +156,17 @@ def test_the_embedded_default_lets_gpu_jobs_ask_for_the_device_alone(tmp_path):
 
 def test_gpu_roles_may_not_name_another_pool_nor_more_gpus_than_a_node_has(tmp_path):
     profile = GOLDEN_GPU / "profile.yaml"
-    (pool,) = [p for p in problems_of(GPU_JOB % (", nodePools: {worker: cpu}", 2, 1), tmp_path, profile)
+    (pool,) = [p for p in problems_of(gpu_job(workers=2, gpus=1, nodePools={"worker": "cpu"}), tmp_path, profile)
                if p.is_error]
     assert pool.field == "spec.topology.nodePools.worker" and "only pool 'gpu' has" in pool.message
-    (too_many,) = [p for p in problems_of(GPU_JOB % ("", 2, 5), tmp_path, profile) if p.is_error]
+    (too_many,) = [p for p in problems_of(gpu_job(workers=2, gpus=5), tmp_path, profile) if p.is_error]
     assert too_many.field == "spec.roles.worker.gpu" and "has 4" in too_many.message
 
 
 def test_capacity_packs_gpus_per_node(tmp_path):
     """4 GPUs per node, 3 per worker: CPU and memory would fit 7 workers on a node, GPUs fit 1."""
     path = tmp_path / "job.yaml"
-    path.write_text(GPU_JOB % ("", 3, 3))
+    path.write_text(gpu_job(workers=3, gpus=3))
     profile = pipeline.load_profile(str(GOLDEN_GPU / "profile.yaml"))
     intents, _ = pipeline.load_intents([str(path)])
     job, problems = pipeline.validate(intents[0], profile)
@@ -181,7 +175,7 @@ def test_capacity_packs_gpus_per_node(tmp_path):
     worker = next(r for r in fit.roles if r.role == "worker")
     assert worker.pool == "gpu" and worker.per_node == 1
     assert fit.own.nodes["gpu"] == 3
-    one_gpu = GPU_JOB % ("", 3, 1)
+    one_gpu = gpu_job(workers=3, gpus=1)
     path.write_text(one_gpu)
     job, _ = pipeline.validate(pipeline.load_intents([str(path)])[0][0], profile)
     assert capacity.capacity(job, profile).own.nodes["gpu"] == 1, "4 GPUs per node hold 3 one-GPU workers"

@@ -18,14 +18,14 @@ import pytest
 from conftest import JOBS, OVERLAYS, REPO, need, render, run_tfjobgen
 from tfjobgen import backends, pipeline, schema
 from tfjobgen.planner import advice as advice_lib
-from tfjobgen.planner import capacity, placement, report, traffic, variables
-from tfjobgen.runtime import sharding
-from tfjobgen.runtime import variables as layout
+from tfjobgen.planner import capacity, report, traffic
+from tfjobgen.planner.workload import RULES_ON_PS, RULES_ON_WORKER, Workload, of_job
+from tfjobgen.variable_placement import reference_model, round_robin, sharding
 
 SEED_PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 
 
-def _job(path, profile=None):
+def _validated(path, profile=None):
     loaded = pipeline.load_profile(str(profile) if profile else None)
     intents, problems = pipeline.load_intents([str(path)])
     job, found = pipeline.validate(intents[0], loaded)
@@ -40,7 +40,7 @@ def _write(tmp_path, text: str, name="job.yaml"):
 
 
 def _variable(name, shape, slots=0, lookups=0, dtype="float32", trainable=True):
-    return variables.Variable(name, tuple(shape), dtype, trainable, slots, lookups)
+    return round_robin.Variable(name, tuple(shape), dtype, trainable, slots, lookups)
 
 
 # ---- placement ---------------------------------------------------------------------------
@@ -51,9 +51,10 @@ def test_predictions_equal_every_measured_placement_of_the_runtime_balance_bench
     assert len(measured["runs"]) == 12
     for run in measured["runs"]:
         found = tuple(_variable(v.name, v.shape, 1 if v.trainable else 0, dtype=v.dtype, trainable=v.trainable)
-                      for v in layout.created_variables(run["api"], shape["vocabularySize"], shape["embeddingDim"],
-                                                        tuple(shape["hiddenUnits"])))  # adagrad: one slot
-        predicted = placement.layout(found, run["ps"], run["partitioner"], 256 << 10)
+                      for v in reference_model.created_variables(run["api"], shape["vocabularySize"],
+                                                                 shape["embeddingDim"],
+                                                                 tuple(shape["hiddenUnits"])))  # adagrad: one slot
+        predicted = round_robin.layout(found, run["ps"], run["partitioner"], 256 << 10)
         assert list(predicted.bytes_per_ps) == run["bytes_per_ps"], run
 
 
@@ -62,9 +63,9 @@ def test_round_robin_in_creation_order_and_tensorflows_div_split():
     assert sharding.shard_rows(10, 4) == [3, 3, 2, 2]
     found = (_variable("a", [10, 1]), _variable("b", [4]), _variable("c", [6, 1]), _variable("step", [], dtype="int64",
                                                                                             trainable=False))
-    whole = placement.layout(found, 2, "none", 1024)
+    whole = round_robin.layout(found, 2, "none", 1024)
     assert [(s.variable.name, s.ps) for s in whole.shards] == [("a", 0), ("b", 1), ("c", 0), ("step", 1)]
-    split = placement.layout(found, 4, "fixed", 1024)
+    split = round_robin.layout(found, 4, "fixed", 1024)
     assert [(s.variable.name, s.rows, s.ps) for s in split.shards] == [
         ("a", 3, 0), ("a", 3, 1), ("a", 2, 2), ("a", 2, 3), ("b", 1, 0), ("b", 1, 1), ("b", 1, 2), ("b", 1, 3),
         ("c", 2, 0), ("c", 2, 1), ("c", 1, 2), ("c", 1, 3), ("step", 1, 0)]  # a scalar is never split
@@ -72,34 +73,34 @@ def test_round_robin_in_creation_order_and_tensorflows_div_split():
 
 def test_slots_sit_beside_their_variable_and_multiply_its_bytes():
     found = (_variable("table", [1000, 8], slots=2), _variable("bias", [8], slots=2))
-    placed = placement.layout(found, 2, "none", 1024)
+    placed = round_robin.layout(found, 2, "none", 1024)
     assert placed.bytes_per_ps == (1000 * 8 * 4 * 3, 8 * 4 * 3)
 
 
 def test_the_fewest_shards_that_balance_one_big_table_on_five_ps():
     found = (_variable("table", [100000, 16], slots=1), _variable("bias", [16], slots=1))
-    assert placement.layout(found, 5, "none", 256 << 10).max_over_mean > 4.9  # the seed's one busy PS of 5
-    shards, balanced = placement.shards_to_balance(found, 5, 256 << 10)
+    assert round_robin.layout(found, 5, "none", 256 << 10).max_over_mean > 4.9  # the seed's one busy PS of 5
+    shards, balanced = round_robin.shards_to_balance(found, 5, 256 << 10)
     assert shards == 5 and balanced.max_over_mean <= sharding.BALANCE_GOAL
-    assert placement.place(found, 5, lambda v: 4 if v.bytes >= 256 << 10 else 1, "4").max_over_mean > 1.10
+    assert round_robin.place(found, 5, lambda v: 4 if v.bytes >= 256 << 10 else 1, "4").max_over_mean > 1.10
 
 
 def test_the_layout_lists_the_model_in_creation_order_with_the_global_step_where_each_api_makes_it():
     # tests/runtime/test_plan_prediction.py checks that the runtime's WideDeep creates exactly these.
-    names = [v.name for v in layout.model_variables(10, 4, (3, 2))]
+    names = [v.name for v in reference_model.model_variables(10, 4, (3, 2))]
     assert names == ["embedding", "wide", "hidden_0/kernel", "hidden_0/bias", "hidden_1/kernel", "hidden_1/bias",
                      "output/kernel", "output/bias"]
-    assert [v.name for v in layout.created_variables("tf1", 10, 4, (3,))][0] == "global_step"
-    assert [v.name for v in layout.created_variables("tf2", 10, 4, (3,))][-1] == "global_step"
+    assert [v.name for v in reference_model.created_variables("tf1", 10, 4, (3,))][0] == "global_step"
+    assert [v.name for v in reference_model.created_variables("tf2", 10, 4, (3,))][-1] == "global_step"
 
 
 def test_spec_model_enums_are_the_runtimes():
     spec = schema.load(schema.TRAINING_JOB)["properties"]["spec"]["properties"]
     declared, training = spec["model"]["properties"], spec["training"]["properties"]
     assert declared["optimizer"]["enum"] == training["optimizer"]["enum"]
-    assert set(declared["optimizer"]["enum"]) == set(layout.OPTIMIZERS)
-    assert set(declared["partitioner"]["enum"]) == set(sharding.MODES) == set(placement.PARTITIONERS)
-    assert set(declared["variables"]["items"]["properties"]["dtype"]["enum"]) <= set(variables.DTYPE_BYTES)
+    assert set(declared["optimizer"]["enum"]) == set(reference_model.OPTIMIZERS)
+    assert set(declared["partitioner"]["enum"]) == set(sharding.MODES) == set(round_robin.PARTITIONERS)
+    assert set(declared["variables"]["items"]["properties"]["dtype"]["enum"]) <= set(round_robin.DTYPE_BYTES)
 
 
 # ---- traffic --------------------------------------------------------------------------------
@@ -108,14 +109,14 @@ FRAMING = traffic.FRAMING_BYTES  # gRPC's bytes around every tensor that crosses
 
 
 def test_a_dense_variable_moves_whole_each_step_and_a_table_only_the_rows_looked_up():
-    dense = variables.Workload("t", (_variable("w", [100, 10], slots=1),), "none", 1024, "adagrad",
-                               variables.RULES_ON_PS, "spec.model")
-    step = traffic.per_step(dense, placement.layout(dense.variables, 1, "none", 1024))
+    dense = Workload("t", (_variable("w", [100, 10], slots=1),), "none", 1024, "adagrad",
+                     RULES_ON_PS, "spec.model")
+    step = traffic.per_step(dense, round_robin.layout(dense.variables, 1, "none", 1024))
     assert step.pull == (4000 + FRAMING,) and step.push == (4000 + FRAMING,)  # the value; the gradient (fused)
     # Two lookups in a 2-row table touch 1.5 distinct rows on average (1 - (1/2)^2 of each row).
-    table = variables.Workload("t", (_variable("e", [2, 4], lookups=2),), "none", 1024, "sgd",
-                               variables.RULES_ON_PS, "spec.model")
-    step = traffic.per_step(table, placement.layout(table.variables, 1, "none", 1024))
+    table = Workload("t", (_variable("e", [2, 4], lookups=2),), "none", 1024, "sgd",
+                     RULES_ON_PS, "spec.model")
+    step = traffic.per_step(table, round_robin.layout(table.variables, 1, "none", 1024))
     assert step.pull == (2 * 16 + FRAMING,)  # both looked-up rows come back
     # ids, then 1.5 gradient rows and their index: three tensors
     assert step.push == (pytest.approx(2 * 8 + 1.5 * 16 + 1.5 * 8 + 3 * FRAMING),)
@@ -123,24 +124,24 @@ def test_a_dense_variable_moves_whole_each_step_and_a_table_only_the_rows_looked
 
 def test_the_runtimes_update_rules_move_slot_rows_through_the_worker():
     # adagrad on the worker: read the accumulator, write accumulator and variable, on top of the forward read.
-    dense = variables.Workload("t", (_variable("w", [100, 10], slots=1),), "none", 1024, "adagrad",
-                               variables.RULES_ON_WORKER, "spec.training")
-    step = traffic.per_step(dense, placement.layout(dense.variables, 1, "none", 1024))
+    dense = Workload("t", (_variable("w", [100, 10], slots=1),), "none", 1024, "adagrad",
+                     RULES_ON_WORKER, "spec.training")
+    step = traffic.per_step(dense, round_robin.layout(dense.variables, 1, "none", 1024))
     assert step.pull == (2 * (4000 + FRAMING),) and step.push == (2 * (4000 + FRAMING),)
     # A sparse update sends its rows' index once, for the gather and both scatters.
-    table = variables.Workload("t", (_variable("e", [2, 4], slots=1, lookups=2),), "none", 1024, "adagrad",
-                               variables.RULES_ON_WORKER, "spec.training")
-    step = traffic.per_step(table, placement.layout(table.variables, 1, "none", 1024))
+    table = Workload("t", (_variable("e", [2, 4], slots=1, lookups=2),), "none", 1024, "adagrad",
+                     RULES_ON_WORKER, "spec.training")
+    step = traffic.per_step(table, round_robin.layout(table.variables, 1, "none", 1024))
     assert step.pull == (pytest.approx(2 * 16 + 1.5 * 16 + 2 * FRAMING),)  # rows, then accumulator rows
     assert step.push == (pytest.approx(2 * 8 + 2 * 1.5 * 16 + 1.5 * 8 + 4 * FRAMING),)
 
 
 def test_tables_looked_up_by_the_same_ids_and_split_alike_get_them_once():
     def step(ids: str, wide_rows: int):
-        tables = (variables.Variable("embedding", (1000, 4), "float32", True, 0, 100, ids),
-                  variables.Variable("wide", (wide_rows, 1), "float32", True, 0, 100, ids))
-        workload = variables.Workload("t", tables, "fixed", 1, "sgd", variables.RULES_ON_WORKER, "spec.training")
-        return traffic.per_step(workload, placement.layout(tables, 2, "fixed", 1))
+        tables = (round_robin.Variable("embedding", (1000, 4), "float32", True, 0, 100, ids),
+                  round_robin.Variable("wide", (wide_rows, 1), "float32", True, 0, 100, ids))
+        workload = Workload("t", tables, "fixed", 1, "sgd", RULES_ON_WORKER, "spec.training")
+        return traffic.per_step(workload, round_robin.layout(tables, 2, "fixed", 1))
 
     shared, apart = step("ids", 1000), step("", 1000)
     # embedding and wide part_0 on ps:0, part_1 on ps:1: each PS gets one copy of the ids (half the 100
@@ -166,14 +167,14 @@ def test_skewed_ids_put_most_lookups_and_touched_rows_on_a_tables_first_shard():
 
 
 def test_colocation_keeps_everything_local_with_one_ps_and_one_nth_with_n_balanced_ps():
-    one, _ = _job(JOBS / "scene1-case1.yaml")
-    plan = report.make(one, pipeline.load_profile(None), variables.of_job(one))
+    one, _ = _validated(JOBS / "scene1-case1.yaml")
+    plan = report.make(one, pipeline.load_profile(None), of_job(one))
     by_mode = {t.mode: t for t in plan.own.topologies}
     assert by_mode["colocated"].cross == 0 and by_mode["colocated"].local_share == 1.0
     assert by_mode["isolated"].local_share == 0.0 and by_mode["isolated"].cross == pytest.approx(
         10 * plan.own.step.total)
-    four, _ = _job(JOBS / "scene1-case4.yaml")
-    plan = report.make(four, pipeline.load_profile(None), variables.of_job(four))
+    four, _ = _validated(JOBS / "scene1-case4.yaml")
+    plan = report.make(four, pipeline.load_profile(None), of_job(four))
     fixed = report._load(four, plan.workload, plan.layouts["fixed"], 13)  # every PS an equal share
     colocated = next(t for t in fixed.topologies if t.mode == "colocated")
     assert colocated.local_share == pytest.approx(1 / 20, rel=0.01)
@@ -184,7 +185,7 @@ def test_colocation_keeps_everything_local_with_one_ps_and_one_nth_with_n_balanc
 @pytest.mark.parametrize("scene, case, servers", [(1, 1, 1), (1, 2, 5), (1, 4, 20), (2, 1, 2), (2, 2, 10),
                                                   (2, 4, 40)])
 def test_nodes_needed_are_the_seeds_servers(scene, case, servers):
-    job, profile = _job(JOBS / f"scene{scene}-case{case}.yaml")
+    job, profile = _validated(JOBS / f"scene{scene}-case{case}.yaml")
     needed = capacity.capacity(job, profile).own
     assert needed.nodes == {capacity.NO_POOL: servers} and needed.pending == ()
     if servers > 1:
@@ -197,7 +198,7 @@ def _count_profile(count: int):
 
 
 def test_pending_tasks_are_named_with_the_rule_that_keeps_them_out():
-    job, _ = _job(JOBS / "scene2-case4.yaml")  # 20 PS alone on their servers, 200 workers 10 per server
+    job, _ = _validated(JOBS / "scene2-case4.yaml")  # 20 PS alone on their servers, 200 workers 10 per server
     found = capacity.capacity(job, _count_profile(30))
     assert found.own.nodes == {capacity.NO_POOL: 30}
     (pending,) = found.own.pending
@@ -209,7 +210,7 @@ def test_pending_tasks_are_named_with_the_rule_that_keeps_them_out():
 
 
 def test_colocated_groups_that_do_not_fit_show_in_the_comparison():
-    job, _ = _job(JOBS / "scene2-case1.yaml")  # 1 PS of 16 CPU + 10 workers of 7 CPU: 86 CPU, on 80-CPU nodes
+    job, _ = _validated(JOBS / "scene2-case1.yaml")  # 1 PS of 16 CPU + 10 workers of 7 CPU: 86 CPU, on 80-CPU nodes
     colocated = next(p for p in capacity.capacity(job, pipeline.load_profile(None)).packings
                      if p.mode == "colocated")
     assert [(p.role, p.indexes) for p in colocated.pending] == [("worker", (8, 9))]
@@ -223,8 +224,8 @@ WIDE_DEEP = (JOBS / "wide-deep.yaml").read_text()
 def test_partitioner_none_and_dense_adam_are_advised_against_with_the_fields_to_change(tmp_path):
     path = _write(tmp_path, WIDE_DEEP.replace("partitioner: auto", "partitioner: none")
                   .replace("optimizer: adagrad", "optimizer: adam"))
-    job, profile = _job(path)
-    plan = report.make(job, profile, variables.of_job(job))
+    job, profile = _validated(path)
+    plan = report.make(job, profile, of_job(job))
     fields = [a.field for a in plan.advice]
     assert "spec.training.partitioner" in fields and "spec.training.optimizer" in fields
     assert plan.own.layout.max_over_mean > 3.8 and plan.after.layout.partitioner == "auto"
@@ -235,22 +236,22 @@ def test_partitioner_none_and_dense_adam_are_advised_against_with_the_fields_to_
 
 def test_star_server_ratio_and_thread_advice(tmp_path):
     text = (JOBS / "deeprec-starserver.yaml").read_text().replace("ps: {replicas: 10,", "ps: {replicas: 4,")
-    job, profile = _job(_write(tmp_path, text))
+    job, profile = _validated(_write(tmp_path, text))
     plan = report.make(job, profile, None)
     ratio = next(a for a in plan.advice if a.field == "spec.roles.ps.replicas")
     assert "80 workers on 4 PS is 20.0:1" in ratio.message and "9 PS" in ratio.message
     # The default PS pool already leaves the 8 polling cores free (24 - 8 = 16 compute threads);
     # a user who sets intraOp to the whole CPU limit is told to give the polling threads their cores.
     assert not [a for a in plan.advice if a.field == "spec.roles.ps.threads.intraOp"]
-    job, profile = _job(_write(tmp_path, text.replace("ps: {replicas: 4,", "ps: {replicas: 4, threads: {intraOp: 24},")))
+    job, profile = _validated(_write(tmp_path, text.replace("ps: {replicas: 4,", "ps: {replicas: 4, threads: {intraOp: 24},")))
     (threads,) = [a for a in report.make(job, profile, None).advice if a.field == "spec.roles.ps.threads.intraOp"]
     assert "24 compute threads + 8 polling network threads on 24 CPUs" in threads.message
     assert "set intraOp to 16" in threads.message
 
 
 def test_a_balanced_job_gets_no_partitioning_advice():
-    job, profile = _job(JOBS / "wide-deep.yaml")
-    plan = report.make(job, profile, variables.of_job(job))
+    job, profile = _validated(JOBS / "wide-deep.yaml")
+    plan = report.make(job, profile, of_job(job))
     assert plan.after is None and plan.own.layout.balanced
     assert not [a for a in plan.advice if a.field.endswith("partitioner")]
 
@@ -373,8 +374,8 @@ def test_auto_leaving_a_mid_size_table_whole_is_advised_to_fixed(tmp_path):
         "{vocabularySize: 5000000, embeddingDim: 32, hiddenUnits: [256, 128, 64]}",
         "{vocabularySize: 50000, embeddingDim: 12, hiddenUnits: [48]}").replace(
         "optimizer: adagrad", "optimizer: lazy_adam").replace("ps: {replicas: 4,", "ps: {replicas: 3,")
-    job, profile = _job(_write(tmp_path, text))
-    plan = report.make(job, profile, variables.of_job(job))
+    job, profile = _validated(_write(tmp_path, text))
+    plan = report.make(job, profile, of_job(job))
     assert plan.own.layout.bytes_per_ps == (3000624, 2459964, 2400488)  # as TensorFlow placed it (run-local)
     (advice,) = [a for a in plan.advice if a.field == "spec.training.partitioner"]
     assert "set fixed" in advice.message and plan.after.layout.partitioner == "fixed"
@@ -382,24 +383,24 @@ def test_auto_leaving_a_mid_size_table_whole_is_advised_to_fixed(tmp_path):
 
 def test_variables_too_few_to_share_out_are_said_so():
     found = tuple(_variable(f"v{i}", [1, 1000], slots=1) for i in range(3))  # one row each: nothing to split
-    workload = variables.Workload("t", found, "none", 1024, "adagrad", variables.RULES_ON_PS, "spec.model")
-    layouts = {p: placement.layout(found, 4, p, 1024) for p in placement.PARTITIONERS}
-    assert placement.shards_to_balance(found, 4, 1024) is None
+    workload = Workload("t", found, "none", 1024, "adagrad", RULES_ON_PS, "spec.model")
+    layouts = {p: round_robin.layout(found, 4, p, 1024) for p in round_robin.PARTITIONERS}
+    assert round_robin.shards_to_balance(found, 4, 1024) is None
     (advice,), after = advice_lib.partitioning(workload, layouts, None)
     assert after is None and "too few or too small to share out" in advice.message
 
 
 def test_ps_memory_smaller_than_the_variables_is_advised(tmp_path):
     text = WIDE_DEEP.replace("ps: {replicas: 4, cpu: 8, memory: 32Gi}", "ps: {replicas: 4, cpu: 8, memory: 1Gi}")
-    job, profile = _job(_write(tmp_path, text.replace("partitioner: auto", "partitioner: none")))
-    plan = report.make(job, profile, variables.of_job(job))
+    job, profile = _validated(_write(tmp_path, text.replace("partitioner: auto", "partitioner: none")))
+    plan = report.make(job, profile, of_job(job))
     (advice,) = [a for a in plan.advice if a.field == "spec.roles.ps.memory"]
     assert advice.message.startswith("1 PS would hold more variable bytes than their 1Gi (ps:0: 1.3 GB")
 
 
 def test_the_unpartitioned_example_of_plan_md_shows_the_seeds_hot_ps():
-    job, profile = _job(REPO / "docs/plan-examples/scene1-case2-unpartitioned.yaml", SEED_PROFILE)
-    plan = report.make(job, profile, variables.of_job(job))
+    job, profile = _validated(REPO / "docs/plan-examples/scene1-case2-unpartitioned.yaml", SEED_PROFILE)
+    plan = report.make(job, profile, of_job(job))
     assert plan.own.layout.hot_share > 0.96 and plan.own.layout.max_over_mean > 4.8  # one PS of five
     assert plan.after.layout.partitioner == "auto" and plan.after.layout.max_over_mean < 1.01
     assert [a.field for a in plan.advice][0] == "spec.training.partitioner"
@@ -412,7 +413,7 @@ def test_node_pools_are_counted_apart_and_their_counts_bound_them(tmp_path):
         "      node: {cpu: 64, reservedCpus: 2, memory: 512Gi}\n      nodeCount: 1")
     assert "nodeCount: 1" in profile_text
     profile = _write(tmp_path, profile_text, "profile.yaml")
-    job, loaded = _job(golden / "job.yaml", profile)
+    job, loaded = _validated(golden / "job.yaml", profile)
     found = capacity.capacity(job, loaded)
     assert found.own.nodes == {"ps-highmem": 1, "cpu-workers": 1}
     (pending,) = found.own.pending  # isolated PS repel each other: the second finds no node of its pool
@@ -484,7 +485,7 @@ def test_every_advice_of_every_example_passes_validate_when_applied():
         for intent in intents:
             job, problems = pipeline.validate(intent, profile)
             assert job is not None, [p.format() for p in problems]
-            for advice in report.make(job, profile, variables.of_job(job), intent.data).advice:
+            for advice in report.make(job, profile, of_job(job), intent.data).advice:
                 if not advice.changes:
                     continue  # it names no single value to write (raise the memory, say)
                 changed = pipeline.Intent(advice_lib.applied(intent.data, advice), intent.file)

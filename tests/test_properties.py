@@ -8,7 +8,7 @@
 - Mutated job files and ResourceLists, through the real entry points (`tfjobgen validate`,
   `tfjobgen krm` in both calling conventions), never give a traceback: exit 0, or exit 1
   with every problem located.
-- The schema's fast yes/no check (schema._valid) answers as jsonschema does.
+- The schema's fast yes/no check (schema_fast.valid) answers as jsonschema does.
 
 Examples are derandomized and bounded (CI runs the same ones every time, in seconds); run
 with HYPOTHESIS_PROFILE=deep for many more.
@@ -31,9 +31,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_dns import ClusterDNS
-from conftest import JOBS, REPO
+from conftest import REPO
+from jobs import JOB_FILES
 from gitops.gitops_support import crd_dir
-from tfjobgen import backends, cli, contract, emit, intents, pipeline, schema, source
+from tfjobgen import backends, cli, contract, emit, intents, pipeline, schema, schema_fast, source
 
 settings.register_profile("ci", max_examples=40, derandomize=True, deadline=None, database=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -187,7 +188,7 @@ def test_the_fast_schema_check_answers_as_jsonschema_does(document):
     import jsonschema
 
     root = schema.load(schema.TRAINING_JOB)
-    fast = schema._valid(document, root, root)
+    fast = schema_fast.valid(document, root)
     assert fast in (None, jsonschema.Draft202012Validator(root).is_valid(document))
     assert (schema.check(document, schema.TRAINING_JOB) == []) == jsonschema.Draft202012Validator(root).is_valid(
         document)
@@ -245,7 +246,7 @@ def _assert_located(code: int, stderr: str, summaries: tuple[str, ...] = ()) -> 
 
 
 WORK = Path(tempfile.mkdtemp(prefix="tfjobgen-properties-"))
-JOB_TEXTS = [p.read_text() for p in sorted(JOBS.glob("*.yaml")) if p.name != "kustomization.yaml"]
+JOB_TEXTS = [p.read_text() for p in JOB_FILES]
 
 
 @given(st.sampled_from(JOB_TEXTS).flatmap(mutated_text))

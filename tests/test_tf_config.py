@@ -16,11 +16,12 @@ import json
 import pytest
 from cluster_dns import ClusterDNS, candidates
 
-from conftest import JOBS, REPO, need, render
+from conftest import REPO, need, render
+from jobs import JOB_FILES
 from tfjobgen import backends, contract, tf_resolver
 
 GOLDEN = REPO / "tests" / "golden"
-EXAMPLES = [(p, None) for p in sorted(JOBS.glob("*.yaml")) if p.name != "kustomization.yaml"] + [
+EXAMPLES = [(p, None) for p in JOB_FILES] + [
     (case / "job.yaml", case / "profile.yaml" if (case / "profile.yaml").exists() else None)
     for case in sorted(GOLDEN.iterdir()) if (case / "job.yaml").exists()]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import JOBS, problems_of, render, run_tfjobgen
+from jobs import job_yaml, write_job
 from tfjobgen import backends, labels
 from tfjobgen.pods import Pod
 
@@ -20,20 +21,9 @@ def _pods(*paths, profile=None) -> list[Pod]:
     return backends.pods_of(render(*paths, profile=profile))
 
 
-def _job(tmp_path, topology: str, ps: int = 4, name: str = "spread") -> str:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(f"""apiVersion: tfjobgen.dev/v1alpha1
-kind: TrainingJob
-metadata: {{name: {name}, namespace: t}}
-spec:
-  image: x/y:1
-  roles:
-    ps: {{replicas: {ps}, cpu: 4, memory: 8Gi}}
-    worker: {{replicas: 8, cpu: 2, memory: 4Gi}}
-    chief: {{cpu: 1, memory: 1Gi}}
-  topology: {topology}
-""")
-    return str(path)
+# 4 PS of 4 CPUs, 8 workers of 2 and a chief, placed by each topology (the job's name stays "spread").
+SPREAD = job_yaml("spread", ps=4, workers=8, topology="spread")
+ISOLATED = job_yaml("spread", ps=4, workers=8, topology="isolated")
 
 
 def _profile(tmp_path, spec: str, name: str = "profile") -> str:
@@ -72,20 +62,18 @@ POOLS = """  nodePools:
 
 def test_the_profile_names_priority_classes_per_role(tmp_path):
     profile = _profile(tmp_path, "  priorityClasses: {ps: tfjobgen-ps, worker: tfjobgen-worker}\n")
-    job = tmp_path / "job.yaml"
-    job.write_text(open(_job(tmp_path, "{mode: spread}")).read().replace(
-        "    chief:", "    evaluator: {cpu: 1, memory: 1Gi}\n    chief:"))
+    job = write_job(tmp_path, job_yaml("spread", ps=4, workers=8, evaluator=True, topology="spread"))
     classes = {p.role: p.spec["priorityClassName"] for p in _pods(job, profile=profile)}
     assert classes == {"ps": "tfjobgen-ps", "chief": "tfjobgen-ps", "worker": "tfjobgen-worker",
                        "evaluator": "tfjobgen-worker"}
-    assert all("priorityClassName" not in p.spec for p in _pods(_job(tmp_path, "{mode: spread}")))
+    assert all("priorityClassName" not in p.spec for p in _pods(write_job(tmp_path, SPREAD)))
 
 
 # ---- errors and warnings ---------------------------------------------------------------------------
 
 def test_a_profile_default_pool_must_exist(tmp_path):
     profile = _profile(tmp_path, POOLS + "  isolatedPools: {ps: ps-highmem}\n")
-    proc = run_tfjobgen("render", "--profile", profile, _job(tmp_path, "{mode: isolated}"))
+    proc = run_tfjobgen("render", "--profile", profile, write_job(tmp_path, ISOLATED))
     assert proc.returncode == 1 and proc.stdout == ""
     errors = [line for line in proc.stderr.splitlines() if line.startswith(f"{profile}:") and ": warning: " not in line]
     assert errors == [
@@ -100,7 +88,7 @@ def test_a_profile_default_pool_must_exist(tmp_path):
 ])
 def test_priority_classes_that_cannot_work_are_errors(tmp_path, classes, field, words):
     profile = _profile(tmp_path, f"  priorityClasses: {classes}\n")
-    proc = run_tfjobgen("render", "--profile", profile, _job(tmp_path, "{mode: spread}"))
+    proc = run_tfjobgen("render", "--profile", profile, write_job(tmp_path, SPREAD))
     assert proc.returncode == 1 and proc.stdout == ""
     assert f"{profile}:5: {field}: " in proc.stderr and words in proc.stderr, proc.stderr
 
@@ -110,7 +98,7 @@ def test_a_ps_too_big_for_the_profiles_pool_is_an_error_at_the_role(tmp_path):
     ps-pool: {nodeSelector: {pool: ps}, node: {cpu: 2, memory: 8Gi}}
   isolatedPools: {ps: ps-pool}
 """
-    [problem] = problems_of(open(_job(tmp_path, "{mode: isolated}")).read(), tmp_path,
+    [problem] = problems_of(ISOLATED, tmp_path,
                             profile=_profile(tmp_path, small))
     assert problem.field == "spec.roles.ps" and problem.is_error
     assert "node pool 'ps-pool' from the profile's isolatedPools" in problem.message
@@ -134,7 +122,7 @@ def test_a_cpuset_job_on_a_default_pool_outside_the_cpu_manager_nodes_is_an_erro
   isolatedPools: {ps: ps-pool}
   cpuManager: {nodeSelector: {cpu-manager-policy: static}}
 """)
-    [problem] = problems_of(open(_job(tmp_path, "{mode: isolated}")).read(), tmp_path, profile=profile)
+    [problem] = problems_of(ISOLATED, tmp_path, profile=profile)
     assert problem.field == "spec.qos" and "isolatedPools.ps" in problem.message
 
 

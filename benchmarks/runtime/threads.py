@@ -83,8 +83,8 @@ def one_run(worker_cpus: tuple[int, ...], oversubscribed: bool, steps: int) -> d
     request = tasks.describe(backends.decode(expansion.objects[0]))
     counts = {"chief": 1, "ps": 1, "worker": 1}
     run_dir = tempfile.mkdtemp(prefix="tfjobgen-bench-threads-")
-    local, _ = tasks.build(request, counts, owned.free_ports(tasks.ports_needed(request, counts)), run_dir,
-                           tasks.Overrides(steps=steps), tuple(sorted(os.sched_getaffinity(0))))
+    local, _, _ = tasks.build(request, counts, owned.free_ports(tasks.ports_needed(request, counts)), run_dir,
+                              tasks.Overrides(steps=steps), tuple(sorted(os.sched_getaffinity(0))))  # grpc: no files
     worker = next(t for t in local if t.role == "worker")
     generated = (worker.env["TF_NUM_INTRAOP_THREADS"], worker.env["TF_NUM_INTEROP_THREADS"])
     worker.cpus = worker_cpus

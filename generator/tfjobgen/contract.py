@@ -3,10 +3,14 @@
 The generator writes these names into every pod; tfjobgen's runtime
 (`runtime/`) reads them; `run-local` rewrites them for a machine without a
 cluster. All three import them from here, so a name changes in one place.
-Plain constants only: the runtime imports this module before TensorFlow.
+Plain constants, and the few one-line rules all three apply to them (the cluster spec's
+JSON, the inter-op floor, which paths are shared storage): the runtime imports this
+module before TensorFlow, so it imports nothing but the standard library.
 """
 
 from __future__ import annotations
+
+import json
 
 # ---- roles -------------------------------------------------------------------------------
 
@@ -57,6 +61,13 @@ CLUSTER_KEY = "cluster.json"  # the TF cluster spec
 ENDPOINT_MAP_KEY = ".endpoint_map"  # StarServer's grpc -> seastar address map
 ENDPOINT_MAP_DIR = "/etc/tfjobgen/starserver"  # where the map is mounted in the pod
 
+
+def cluster_json(cluster: dict) -> str:
+    """The cluster spec (role -> addresses) as the ConfigMap holds it, TFJOBGEN_CLUSTER carries it and
+    TF_CONFIG embeds it; run-local writes its own cluster the same way."""
+    return json.dumps(cluster, sort_keys=True, separators=(",", ":"))
+
+
 # ---- the container -------------------------------------------------------------------------
 
 CONTAINER_NAME = "tensorflow"  # also the name Kubeflow's TFJob operator looks for
@@ -65,11 +76,26 @@ METRICS_PORT_NAME = "metrics"  # the container port Prometheus scrapes (the PodM
 METRICS_PATH = "/metrics"
 SCRATCH_DIR = "/tmp"  # the writable emptyDir (also HOME)
 
+# ---- storage -------------------------------------------------------------------------------
+
+def is_shared_storage(path: str) -> bool:
+    """A URL (hdfs://, gs://, s3://): storage every pod reaches. Any other path is inside one pod (or,
+    under run-local, relative to the directory it was started in)."""
+    return "://" in path
+
+
 # ---- TensorFlow facts ----------------------------------------------------------------------
 
 # A tf2 worker whose inter-op pool has one thread deadlocks ParameterServerStrategy silently
 # (measured on TF 2.21): no tf2 worker ever gets fewer than this.
 TF2_WORKER_MIN_INTER_OP = 2
+
+
+def inter_op_threads(api: str, role: str, count: int) -> int:
+    """`count` inter-op threads for a task of this api and role: raised to TF2_WORKER_MIN_INTER_OP for a
+    tf2 worker, else unchanged. The generator's default, the runtime and run-local's capping all apply it."""
+    return max(TF2_WORKER_MIN_INTER_OP, count) if api == "tf2" and role == "worker" else count
+
 
 # ---- how the runtime exits (docs/runtime.md) ----------------------------------------------
 

@@ -99,7 +99,7 @@ def read_kustomization(directory: str) -> dict | None:
 def local_resources(directory: str, data: dict, keys: tuple[str, ...] = ("resources", "components")) -> list[str]:
     """The local entries of a kustomization's `resources` (and `components`), as normalized paths."""
     entries = [e for key in keys for e in (data.get(key) or []) if isinstance(e, str)]
-    return [os.path.normpath(os.path.join(directory, e)) for e in entries if not _is_remote(e)]
+    return [os.path.normpath(os.path.join(directory, e)) for e in entries if not is_remote(e)]
 
 
 # In the order kustomize applies them (api/internal/target/kusttarget_configplugin.go, configureBuiltinTransformers).
@@ -119,7 +119,8 @@ def patch_source(key: str, entry: Any) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _is_remote(entry: str) -> bool:
+def is_remote(entry: str) -> bool:
+    """A kustomization entry kustomize fetches (a URL, a GitHub path, a git@ remote), not a path in this tree."""
     return "://" in entry or entry.startswith(("github.com/", "git@"))
 
 

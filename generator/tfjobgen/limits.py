@@ -67,7 +67,7 @@ def _pod_env(job: TrainingJob, profile: ClusterProfile, naming: Naming, role: st
 
 def sizes(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> Sizes:
     cluster = tuning.cluster_spec(job, profile, naming)
-    cluster_text = tuning.cluster_json(cluster)
+    cluster_text = contract.cluster_json(cluster)
     longest, longest_name, largest = 0, "", 0
     for role in job.roles:
         env = _pod_env(job, profile, naming, role, cluster_text)

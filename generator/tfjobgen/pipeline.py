@@ -179,9 +179,9 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
     for check in (labels.check, container.check):
         problems += check(job)
     if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
-        from .planner import variables as declared_variables
+        from .planner import workload
 
-        problems += declared_variables.check(job)
+        problems += workload.check(job)
     for check in (qos.check, topology.check, tuning.check, lifecycle.check, tensorboard.check, backend.check):
         problems += check(job, profile)
     if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right

@@ -83,7 +83,7 @@ def build(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> JobPlan:
                      shared if shared is not None else pod_template(job, profile, naming, name, i))
             for i in range(spec.replicas))
         roles.append(RolePlan(name, spec.replicas, per_task, tasks))
-    config = {contract.CLUSTER_KEY: tuning.cluster_json(cluster)}
+    config = {contract.CLUSTER_KEY: contract.cluster_json(cluster)}
     if job.uses_star_server:
         config[contract.ENDPOINT_MAP_KEY] = tuning.endpoint_map(job, profile, cluster)
     return JobPlan(job, profile, naming, tuple(roles), cluster, config)

@@ -58,11 +58,6 @@ def cluster_spec(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> d
     }
 
 
-def cluster_json(cluster: dict[str, tuple[str, ...]]) -> str:
-    """The cluster spec as the ConfigMap holds it and TF_CONFIG embeds it."""
-    return json.dumps(cluster, sort_keys=True, separators=(",", ":"))
-
-
 def endpoint_map(job: TrainingJob, profile: ClusterProfile, cluster: dict[str, tuple[str, ...]]) -> str:
     """StarServer's `.endpoint_map`: one `grpc host:port=seastar host:port` line per training task.
 
@@ -103,9 +98,7 @@ def threads(job: TrainingJob, role: str) -> tuple[int, int]:
         # On a GPU task the device runs the heavy kernels; CPU intra-op threads only split the small
         # host-side ops (input parsing, embedding lookups), and a pool as wide as the CPUs just spins.
         intra = min(GPU_INTRA_OP, budget)
-    inter = spec.inter_op or budget
-    if job.api == "tf2" and role == "worker" and spec.inter_op is None:
-        inter = max(contract.TF2_WORKER_MIN_INTER_OP, inter)
+    inter = spec.inter_op or contract.inter_op_threads(job.api, role, budget)
     return intra, inter
 
 
@@ -240,10 +233,6 @@ def check_profile(profile: ClusterProfile) -> list[Problem]:
     return problems
 
 
-def _is_url(path: str) -> bool:
-    return "://" in path
-
-
 def _check_training_storage(job: TrainingJob) -> list[Problem]:
     """Where the runtime reads data and writes checkpoints, against what the pods can reach."""
     training, problems = job.training, []
@@ -254,7 +243,7 @@ def _check_training_storage(job: TrainingJob) -> list[Problem]:
         problems.append(Problem(
             f"{hdfs[0][1]} needs a Hadoop client in the pods: set spec.hadoop (home, javaHome) so tfjobgen "
             "sets the Hadoop environment, and install tensorflow-io in the image", hdfs[0][0], severity=WARNING))
-    if "evaluator" in job.roles and not _is_url(training["modelDir"]):
+    if "evaluator" in job.roles and not contract.is_shared_storage(training["modelDir"]):
         problems.append(Problem(
             f"the evaluator runs in its own pod and cannot read checkpoints in the chief's {training['modelDir']}: "
             "use a modelDir every pod can reach (hdfs://, gs://, s3://)", "spec.training.modelDir",
@@ -287,10 +276,11 @@ def _check_threads(job: TrainingJob) -> list[Problem]:
     problems = []
     for role in job.roles.values():
         where = f"spec.roles.{role.name}.threads"
-        if job.api == "tf2" and role.name == "worker" and role.inter_op == 1:
+        inter = role.inter_op
+        if inter is not None and contract.inter_op_threads(job.api, role.name, inter) != inter:
             problems.append(Problem(
-                "a tf2 worker with one inter-op thread deadlocks ParameterServerStrategy: use at least 2",
-                f"{where}.interOp"))
+                "a tf2 worker with one inter-op thread deadlocks ParameterServerStrategy: use at least "
+                f"{contract.TF2_WORKER_MIN_INTER_OP}", f"{where}.interOp"))
         budget = qos.cpu_budget(job, role.name)
         for key, value in (("intraOp", role.intra_op), ("interOp", role.inter_op)):
             if value is not None and value > 4 * budget:

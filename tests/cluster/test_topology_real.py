@@ -15,6 +15,7 @@ import pytest
 
 from cluster_support import layout, local_cluster, node_objects, pending, place_objects, reshape
 from conftest import JOBS, render
+from jobs import job_yaml, write_job
 from tfjobgen import labels, promises
 from tfjobgen.planner import capacity
 
@@ -25,20 +26,7 @@ def cluster():
         yield running
 
 
-def _job(tmp_path, topology: str, ps: int = 4, name: str = "spread", namespace: str = "t") -> str:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(f"""apiVersion: tfjobgen.dev/v1alpha1
-kind: TrainingJob
-metadata: {{name: {name}, namespace: {namespace}}}
-spec:
-  image: registry.example.com/x/y:1
-  roles:
-    ps: {{replicas: {ps}, cpu: 4, memory: 8Gi}}
-    worker: {{replicas: 8, cpu: 2, memory: 4Gi}}
-    chief: {{cpu: 1, memory: 1Gi}}
-  topology: {topology}
-""")
-    return str(path)
+REQUIRED = {"mode": "spread", "spread": "required"}
 
 
 def _of_role(objects: list[dict], *roles: str) -> list[dict]:
@@ -91,13 +79,15 @@ def test_a_colocated_ps_keeps_its_server_for_its_group(cluster, tmp_path):
     """Once PS g is placed, no pod of another tfjobgen job may join its server (in any namespace)."""
     reshape(cluster, node_objects(1, cpu=1000, memory="16Ti"))
     place_objects(cluster, _of_role(render(JOBS / "scene1-case1.yaml"), "ps"))
-    other = place_objects(cluster, render(_job(tmp_path, "{mode: spread}", name="other")))
+    other_job = write_job(tmp_path, job_yaml("other", ps=4, workers=8, topology="spread"))
+    other = place_objects(cluster, render(other_job))
     assert len(pending(other)) == 13, "plenty of room, but the PS's rule keeps them off"
 
 
 def test_a_colocated_ps_waits_for_a_server_free_of_other_jobs(cluster, tmp_path):
     reshape(cluster, node_objects(1, cpu=1000, memory="16Ti"))
-    place_objects(cluster, _of_role(render(_job(tmp_path, "{mode: none}", ps=1, name="other")), "ps"))
+    other_job = write_job(tmp_path, job_yaml("other", ps=1, workers=8, topology="none"))
+    place_objects(cluster, _of_role(render(other_job), "ps"))
     colocated = place_objects(cluster, _of_role(render(JOBS / "scene1-case1.yaml"), "ps"))
     assert pending(colocated) == [("ps", 0)]
 
@@ -154,17 +144,18 @@ def test_isolated_leaves_pods_pending_rather_than_mixing(cluster):
 
 def test_spread_preferred_still_schedules_when_servers_are_scarce_but_required_waits(cluster, tmp_path):
     reshape(cluster, node_objects(2, cpu=1000, memory="4Ti"))
-    preferred = place_objects(cluster, _of_role(render(_job(tmp_path, "{mode: spread}", namespace="p")), "ps"))
+    spread = write_job(tmp_path, job_yaml("spread", namespace="p", ps=4, workers=8, topology="spread"))
+    preferred = place_objects(cluster, _of_role(render(spread), "ps"))
     assert pending(preferred) == []
-    required = place_objects(cluster, _of_role(render(_job(tmp_path, "{mode: spread, spread: required}",
-                                                             name="required", namespace="r")), "ps"))
+    spread = write_job(tmp_path, job_yaml("required", namespace="r", ps=4, workers=8, topology=REQUIRED))
+    required = place_objects(cluster, _of_role(render(spread), "ps"))
     assert len(pending(required)) == 2
 
 
 def test_spread_repels_ps_from_ps_not_from_other_roles(cluster, tmp_path):
     """The seed's snippet used `NotIn [ps]`, which repels PS from workers; the intent is `In [ps]`."""
     reshape(cluster, node_objects(2, cpu=1000, memory="4Ti"))
-    pods = place_objects(cluster, render(_job(tmp_path, "{mode: spread, spread: required}", ps=2)))
+    pods = place_objects(cluster, render(write_job(tmp_path, job_yaml("spread", ps=2, workers=8, topology=REQUIRED))))
     assert pending(pods) == []
     servers = layout(pods).values()
     assert all(sum(role == "ps" for role, _ in t) == 1 for t in servers)

@@ -17,7 +17,7 @@ import yaml
 
 from conftest import OVERLAYS, REPO, kubectl
 from gitops_support import committed_rendered, crd_dir, load_objects
-from tfjobgen.gitops import crds, deliver, policy
+from tfjobgen.gitops import crds, object_meta, policy
 
 ARGOCD = REPO / "argocd"
 MODES = ("rendered", "plugin")
@@ -143,7 +143,7 @@ def test_the_project_permits_what_every_cluster_renders_and_nothing_cluster_scop
         assert objects, f"rendered/{overlay} is empty"
         assert policy.check(project, overlay, objects) == []
     kinds = {(e["group"], e["kind"]) for e in project.spec["namespaceResourceWhitelist"]}
-    rendered = {deliver.group_kind(o) for overlay in OVERLAYS for o in committed_rendered(overlay)}
+    rendered = {object_meta.group_kind(o) for overlay in OVERLAYS for o in committed_rendered(overlay)}
     assert kinds == rendered, "the project permits exactly the kinds tfjobgen generates"
 
 

@@ -15,7 +15,7 @@ import yaml
 from conftest import need, uses
 from gitops_support import commit_all, copy_repo, crd_dir, git, tfjobgen, write_job_list
 from tfjobgen.cluster import control, tools
-from tfjobgen.gitops import diff
+from tfjobgen.gitops import diff, markdown
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_added_changed_and_removed_jobs_per_cluster(repo):
     proc = tfjobgen(repo, "diff", "main", "--crds", str(crd_dir()), "--no-place")  # prod-96c has PodMonitors
     assert proc.returncode == 0, proc.stderr
     report = proc.stdout
-    assert report.startswith(diff.MARKER + "\n")
+    assert report.startswith(markdown.MARKER + "\n")
     assert_tables_are_well_formed(report)
     assert "| seed-80c | 1 | 1 | 1 | 1 |" in report
     assert "| prod-96c | 1 | 0 | 1 | 2 |" in report, "prod-96c pins wide-deep to 48 workers: no change there"
@@ -236,9 +236,9 @@ def _affected(repo, tmp_path):
 @uses("kubectl")
 def _reports(repo, monkeypatch) -> tuple[str, str]:
     """The report as `tfjobgen diff main` makes it, and the same report with every job built."""
-    selective = diff.to_markdown(diff.make_report(repo, "main", place=False))
+    selective = markdown.to_markdown(diff.make_report(repo, "main", place=False))
     monkeypatch.setattr(diff, "affected_files", lambda *args: None)
-    everything = diff.to_markdown(diff.make_report(repo, "main", place=False))
+    everything = markdown.to_markdown(diff.make_report(repo, "main", place=False))
     return selective, everything
 
 

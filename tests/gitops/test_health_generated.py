@@ -10,24 +10,21 @@ setting spec.suspend (on the JobSet, on the TFJob's runPolicy): Argo CD must sho
 from __future__ import annotations
 
 import copy
-import json
 
 import yaml
 from test_health_lua import JOBSET, TFJOB, health
 
 from conftest import JOBS, REPO
-from tfjobgen import pipeline, source
+from jobs import example
+from tfjobgen import pipeline
 
 STATUSES = REPO / "tests" / "gitops" / "statuses"
 
 
 def generated(kind: str) -> dict:
     """The JobSet of jobs/ctr-jobset.yaml, or the TFJob the same intent becomes on backend tfjob."""
-    path = JOBS / "ctr-jobset.yaml"
-    document = source.parse_documents(source.read_text(str(path)), str(path))[0]
-    data = json.loads(json.dumps(document.data))
-    data["spec"]["backend"] = "jobset" if kind == "JobSet" else "tfjob"
-    expansion = pipeline.expand([pipeline.Intent(data, str(path), document)], pipeline.load_profile(None))
+    intent = example(JOBS / "ctr-jobset.yaml", backend="jobset" if kind == "JobSet" else "tfjob")
+    expansion = pipeline.expand([intent], pipeline.load_profile(None))
     (obj,) = [o for o in expansion.objects[0] if o["kind"] == kind]
     return copy.deepcopy(obj)
 

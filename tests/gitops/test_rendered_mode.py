@@ -19,7 +19,7 @@ import yaml
 
 from conftest import REPO, kubectl
 from gitops_support import PYTHON_BIN, copy_repo, load_objects, tfjobgen, write_job_list
-from tfjobgen.gitops import deliver
+from tfjobgen.gitops import checks, rollout
 
 
 def snapshot(repo):
@@ -78,8 +78,8 @@ def test_rendered_objects_are_what_make_build_gives_plus_the_argocd_annotations(
         for obj in rendered:
             annotations = obj["metadata"].get("annotations", {})
             if obj["kind"] == "Job":
-                assert annotations.pop(deliver.SYNC_OPTIONS) == "Force=true,Replace=true"
-                assert annotations.pop(deliver.REVISION)
+                assert annotations.pop(rollout.SYNC_OPTIONS) == "Force=true,Replace=true"
+                assert annotations.pop(rollout.REVISION)
             if not annotations:
                 obj["metadata"].pop("annotations", None)
         key = lambda o: json.dumps(o, sort_keys=True)  # noqa: E731
@@ -89,7 +89,7 @@ def test_rendered_objects_are_what_make_build_gives_plus_the_argocd_annotations(
 def test_every_job_of_a_job_shares_one_revision_that_changes_with_any_part_of_it(repo):
     assert tfjobgen(repo, "hydrate").returncode == 0
     path = repo / "rendered" / "seed-80c" / "ml-training" / "wide-deep.yaml"
-    revisions = lambda: {o["metadata"]["annotations"][deliver.REVISION]  # noqa: E731
+    revisions = lambda: {o["metadata"]["annotations"][rollout.REVISION]  # noqa: E731
                          for o in load_objects(path.read_text()) if o["kind"] == "Job"}
     before = revisions()
     assert len(before) == 1, "all Jobs of a job carry the same revision"
@@ -215,5 +215,5 @@ def test_objects_moved_to_another_namespace_after_expansion_are_refused():
     job = {"kind": "ConfigMap", "apiVersion": "v1",
            "metadata": {"name": "w-cluster", "namespace": "elsewhere", "labels": {"tfjobgen.dev/job": "w"}},
            "data": {"cluster.json": json.dumps({"ps": ["w-ps-0.w.ml-training.svc.cluster.local:2222"]})}}
-    problems = deliver.check([job], [], "overlays/x")
+    problems = checks.check([job], [], "overlays/x")
     assert any("name another namespace (w-ps-0.w.ml-training" in p.message for p in problems), problems

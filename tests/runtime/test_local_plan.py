@@ -12,7 +12,7 @@ from runtime_support import JOBS as TEST_JOBS
 from runtime_support import run_local
 
 from tfjobgen import backends, pipeline
-from tfjobgen.local import shape, tasks
+from tfjobgen.local import run, shape, tasks
 from tfjobgen.local.machine import Machine
 from tfjobgen.local.shape import LocalError
 
@@ -31,7 +31,9 @@ def _build(path, tmp_path, counts=None, **overrides):
     request = _request(path)
     counts = counts or shape.choose(request.counts, TWO_CORES, shape.model_bytes(request.training)).counts
     ports = list(range(30000, 30000 + tasks.ports_needed(request, counts)))
-    return request, *tasks.build(request, counts, ports, str(tmp_path), tasks.Overrides(**overrides), (0, 1))
+    local, notices, files = tasks.build(request, counts, ports, str(tmp_path), tasks.Overrides(**overrides), (0, 1))
+    run.write_files(files)
+    return request, local, notices
 
 
 def test_the_readme_job_is_scaled_down_to_two_ps_two_workers_and_the_chief_with_a_notice():

@@ -9,7 +9,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow", reason="install the runtime extra: pip install -e '.[runtime]'")
 
-from tfjobgen.runtime import data, model, optimizers  # noqa: E402
+from tfjobgen.runtime import data, optimizers, wide_deep  # noqa: E402
 from tfjobgen.runtime.errors import SetupError  # noqa: E402
 
 
@@ -52,23 +52,23 @@ def test_dense_adam_keeps_moving_rows_the_batch_did_not_touch_and_lazy_adam_does
 @pytest.mark.parametrize("kind", optimizers.KINDS)
 def test_every_optimizer_lowers_the_loss_of_the_reference_model(kind):
     tf.random.set_seed(7)
-    wide_deep = model.WideDeep(2000, 8, (16,), model.tf2_variable)
+    model = wide_deep.WideDeep(2000, 8, (16,), wide_deep.tf2_variable)
     optimizer = optimizers.Optimizer(kind, 0.05)
-    optimizer.build(wide_deep.trainable_variables, _slot)
+    optimizer.build(model.trainable_variables, _slot)
     step = tf.Variable(0, dtype=tf.int64)
     batches = list(data.evaluation_batches("synthetic", [], 256, 2000, 4))
 
     @tf.function
     def train(features, labels):
         with tf.GradientTape() as tape:
-            loss = model.loss_of(wide_deep, features, labels)
-        variables = wide_deep.trainable_variables
+            loss = wide_deep.loss_of(model, features, labels)
+        variables = model.trainable_variables
         optimizer.apply(zip(tape.gradient(loss, variables), variables), step)
         step.assign_add(1)
         return loss
 
     def mean_loss() -> float:
-        return sum(float(model.loss_of(wide_deep, f, y)) for f, y in batches) / len(batches)
+        return sum(float(wide_deep.loss_of(model, f, y)) for f, y in batches) / len(batches)
 
     before = mean_loss()
     for _ in range(20):

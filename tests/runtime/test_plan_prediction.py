@@ -47,8 +47,9 @@ def test_predicted_bytes_per_ps_match_what_tensorflow_places(tmp_path, api, part
 
 def test_the_runtimes_model_creates_exactly_the_layouts_variables_in_its_order():
     need_tensorflow()
-    from tfjobgen.runtime import model, variables
+    from tfjobgen.runtime import wide_deep
+    from tfjobgen.variable_placement import reference_model
 
     made = []
-    model.WideDeep(1000, 4, (6, 5), lambda name, shape, initializer: made.append((name, tuple(shape))))
-    assert made == [(v.name, v.shape) for v in variables.model_variables(1000, 4, (6, 5))]
+    wide_deep.WideDeep(1000, 4, (6, 5), lambda name, shape, initializer: made.append((name, tuple(shape))))
+    assert made == [(v.name, v.shape) for v in reference_model.model_variables(1000, 4, (6, 5))]

@@ -12,7 +12,8 @@ from conftest import JOBS
 from runtime_support import task_env
 
 from tfjobgen import pipeline
-from tfjobgen.runtime import events, settings, sharding
+from tfjobgen.runtime import events, settings
+from tfjobgen.variable_placement import sharding
 from tfjobgen.runtime.errors import SetupError
 
 RUNTIME_JOBS = ["wide-deep.yaml"]

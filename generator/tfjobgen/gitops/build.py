@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .. import emit, labels, pipeline, source
 from ..problems import WARNING, InvalidInput, Problem, distinct
-from . import layout as layouts
+from . import layout
 from .tree import OVERLAYS
 
 BUILD_TIMEOUT_SECONDS = 600
@@ -157,12 +157,12 @@ SHARDS = "shards"  # up to PER_OBJECT, another generator: kustomize with the plu
 WHOLE = "whole"  # anything else: kustomize with the plugin, once, on the overlay as it is
 
 
-def mode_of(plan: layouts.Layout, in_process: bool) -> str:
-    if in_process and plan.need == layouts.PASSIVE:
+def mode_of(kustomization: layout.Layout, in_process: bool) -> str:
+    if in_process and kustomization.need == layout.PASSIVE:
         return DIRECT
-    if in_process and plan.need <= layouts.BEFORE:
+    if in_process and kustomization.need <= layout.BEFORE:
         return INTENTS
-    if plan.need <= layouts.PER_OBJECT and plan.local:
+    if kustomization.need <= layout.PER_OBJECT and kustomization.local:
         return SHARDS
     return WHOLE
 
@@ -174,48 +174,50 @@ def build_overlays(root: Path, overlays: list[str], selection: Selection = EVERY
     `mode` builds every overlay that way instead of the cheapest one (the tests and the benchmark
     compare the ways); ValueError if an overlay cannot be built that way.
     """
-    plans = {name: layouts.read(root, f"{OVERLAYS}/{name}") for name in overlays}
+    kustomizations = {name: layout.read(root, f"{OVERLAYS}/{name}") for name in overlays}
     in_process = _runs_this_generator(root)
-    modes = {name: mode_of(plan, in_process) for name, plan in plans.items()}
+    modes = {name: mode_of(kustomization, in_process) for name, kustomization in kustomizations.items()}
     if mode:
-        for name, plan in plans.items():
+        for name, kustomization in kustomizations.items():
             allowed = {DIRECT: modes[name] == DIRECT, INTENTS: modes[name] in (DIRECT, INTENTS),
-                       SHARDS: plan.need <= layouts.PER_OBJECT and plan.local, WHOLE: True}[mode]
+                       SHARDS: kustomization.need <= layout.PER_OBJECT and kustomization.local, WHOLE: True}[mode]
             if not allowed:
-                raise ValueError(f"{OVERLAYS}/{name} cannot be built {mode}: {plan.reason or 'another generator'}")
+                why = kustomization.reason or "another generator"
+                raise ValueError(f"{OVERLAYS}/{name} cannot be built {mode}: {why}")
             modes[name] = mode
     with plugin_environment(root) as env, plugin_environment(root, echo=True) as echo_env, \
             tempfile.TemporaryDirectory(prefix="tfjobgen-shares-") as scratch:
         runs: list[tuple[str, Path, Path, dict]] = []  # (overlay, tree root, overlay folder, environment)
-        for name, plan in plans.items():
-            picked = {intent.file for intent in plan.intents if selection.picks(intent)}
-            files = [f for f in plan.files() if f in picked]
-            shareable = plan.need <= layouts.PER_OBJECT and plan.local
+        for name, kustomization in kustomizations.items():
+            picked = {intent.file for intent in kustomization.intents if selection.picks(intent)}
+            files = [f for f in kustomization.files() if f in picked]
+            shareable = kustomization.need <= layout.PER_OBJECT and kustomization.local
             if modes[name] == INTENTS and selection != EVERYTHING and shareable:
                 # Some jobs of a big tree (a team's Application, a diff): kustomize reads only their files.
-                folder = layouts.write_share(root, plan, files, Path(scratch, name),
+                folder = layout.write_share(root, kustomization, files, Path(scratch, name),
                                              with_others=selection.files is None)
                 runs.append((name, Path(scratch, name), folder, echo_env))
             elif modes[name] in (INTENTS, WHOLE):
                 runs.append((name, root, root / OVERLAYS / name, echo_env if modes[name] == INTENTS else env))
             elif modes[name] == SHARDS:
-                for index, share in enumerate(layouts.shares(plan, files)):
-                    folder = layouts.write_share(root, plan, share, Path(scratch, f"{name}-{index}"),
+                for index, share in enumerate(layout.shares(kustomization, files)):
+                    folder = layout.write_share(root, kustomization, share, Path(scratch, f"{name}-{index}"),
                                                  with_others=index == 0 and selection.files is None)
                     runs.append((name, Path(scratch, f"{name}-{index}"), folder, env))
         command = kustomize_command() if runs else []
         with ThreadPoolExecutor(max_workers=max(1, min(len(runs), os.cpu_count() or 1))) as pool:
             pending = [(name, pool.submit(_kustomize, root, tree, folder, command, run_env))
                        for name, tree, folder, run_env in runs]
-            builds = {name: _direct(root, plans[name], selection) for name in plans if modes[name] == DIRECT}
+            builds = {name: _direct(root, kustomizations[name], selection)
+                      for name in kustomizations if modes[name] == DIRECT}
             parts: dict[str, list[Build]] = {}
             for name, future in pending:
                 parts.setdefault(name, []).append(future.result())
-    for name, plan in plans.items():
+    for name, kustomization in kustomizations.items():
         if modes[name] == INTENTS:
-            builds[name] = _expanded(root, plan, parts[name][0], selection)
+            builds[name] = _expanded(root, kustomization, parts[name][0], selection)
         elif modes[name] != DIRECT:
-            builds[name] = _merged(name, plan, parts[name], selection)
+            builds[name] = _merged(name, kustomization, parts[name], selection)
         builds[name].mode = modes[name]
     return {name: builds[name] for name in overlays}
 
@@ -237,18 +239,18 @@ def _runs_this_generator(root: Path) -> bool:
     return not own.is_dir() or own.resolve() == Path(__file__).resolve().parents[1]
 
 
-def _direct(root: Path, plan: layouts.Layout, selection: Selection) -> Build:
+def _direct(root: Path, kustomization: layout.Layout, selection: Selection) -> Build:
     """What kustomize would build from an overlay that only expands its intents, without kustomize."""
-    build = Build(plan.overlay.removeprefix(f"{OVERLAYS}/"))
+    build = Build(kustomization.overlay.removeprefix(f"{OVERLAYS}/"))
     try:
-        profile = pipeline.load_profile(str(root / plan.profile))
+        profile = pipeline.load_profile(str(root / kustomization.profile))
     except InvalidInput as err:
         build.problems = [_relative(p, root) for p in err.problems]
         return build
-    found = [intent for intent in plan.intents if selection.picks(intent)]
+    found = [intent for intent in kustomization.intents if selection.picks(intent)]
     build.intents = [intent.data for intent in found]
     if not found and not profile.allow_no_jobs:
-        build.problems = [_nothing_selected(selection, plan)]
+        build.problems = [_nothing_selected(selection, kustomization)]
         return build
     expansion = pipeline.expand(found, profile)
     build.problems = expansion.problems
@@ -257,7 +259,7 @@ def _direct(root: Path, plan: layouts.Layout, selection: Selection) -> Build:
     return build
 
 
-def _expanded(root: Path, plan: layouts.Layout, intents_build: Build, selection: Selection) -> Build:
+def _expanded(root: Path, kustomization: layout.Layout, intents_build: Build, selection: Selection) -> Build:
     """What kustomize would build, from its build that stopped at the ClusterProfile: the plugin's input.
 
     tfjobgen's KRM function does in-process what the plugin would do with that input; kustomize's
@@ -269,20 +271,20 @@ def _expanded(root: Path, plan: layouts.Layout, intents_build: Build, selection:
     if not build.ok:
         return build
     try:
-        profile = pipeline.load_profile(str(root / plan.profile))
+        profile = pipeline.load_profile(str(root / kustomization.profile))
     except InvalidInput as err:
         build.problems = [_relative(p, root) for p in err.problems]
         return build
-    written = {i.name for i in plan.intents if selection.picks(i)} if selection.files is not None else None
+    written = {i.name for i in kustomization.intents if selection.picks(i)} if selection.files is not None else None
     items = [item for item in intents_build.objects if not intents.is_intent(item) or (
         (selection.namespaces is None or intents.ref_of(item).namespace in selection.namespaces)
         and (written is None or intents.ref_of(item).name in written))]
     jobs = {intents.ref_of(item).name for item in items if intents.is_intent(item)}
     build.intents = [item for item in items if intents.is_intent(item)]
     if not jobs and selection.namespaces is not None and not profile.allow_no_jobs:
-        build.problems.append(_nothing_selected(selection, plan))
+        build.problems.append(_nothing_selected(selection, kustomization))
         return build
-    directory = root / plan.overlay
+    directory = root / kustomization.overlay
     expanded, problems = krm.expand_items(items, profile, str(directory))
     build.problems += problems  # a value a patch wrote is reported at the patch (locate.from_patches)
     if build.ok:
@@ -290,12 +292,12 @@ def _expanded(root: Path, plan: layouts.Layout, intents_build: Build, selection:
     return build
 
 
-def _nothing_selected(selection: Selection, plan: layouts.Layout) -> Problem:
+def _nothing_selected(selection: Selection, kustomization: layout.Layout) -> Problem:
     if selection.namespaces is None:
         return pipeline.no_jobs(0)
     return Problem(f"no TrainingJob of namespace {', '.join(sorted(selection.namespaces))} here: refusing "
                    "an empty set (Argo CD would prune every running job of that team). When a team has no job left "
-                   "on a cluster, remove that destination from argocd/base/project.yaml", file=plan.overlay)
+                   "on a cluster, remove that destination from argocd/base/project.yaml", file=kustomization.overlay)
 
 
 def _relative(problem: Problem, root: Path) -> Problem:
@@ -308,13 +310,13 @@ def _relative(problem: Problem, root: Path) -> Problem:
     return problem
 
 
-def _merged(name: str, plan: layouts.Layout, parts: list[Build], selection: Selection) -> Build:
+def _merged(name: str, kustomization: layout.Layout, parts: list[Build], selection: Selection) -> Build:
     """One build from the builds of its shares (or of the whole overlay): the selected jobs' objects, sorted."""
     build = Build(name, shards=len(parts))
     build.problems = distinct([p for part in parts for p in part.problems])  # shares report shared files alike
     if not build.ok:
         return build
-    jobs = {i.name for i in plan.intents if selection.picks(i)}
+    jobs = {i.name for i in kustomization.intents if selection.picks(i)}
     objects = [obj for part in parts for obj in part.objects if selection.keeps(obj, jobs)]
     seen: dict[tuple, int] = {}
     for obj in objects:  # what one kustomize build would refuse: two objects of one identity

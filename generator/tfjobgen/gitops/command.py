@@ -60,10 +60,10 @@ def _build(args) -> int:
     from pathlib import Path
 
     from .. import emit
-    from . import build, deliver, hydrate
+    from . import build, hydrate, tree
 
     folder = Path(args.overlay).resolve()
-    root = Path(args.repo).resolve() if args.repo else deliver.find_root(folder)
+    root = Path(args.repo).resolve() if args.repo else tree.find_root(folder)
     if root is None or folder.parent != root / "overlays":
         print(f"tfjobgen build: {args.overlay} is not an overlay folder overlays/<cluster> of a repository with "
               "overlays/ and jobs/", file=sys.stderr)

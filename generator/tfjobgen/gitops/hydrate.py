@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .. import emit, intents
 from ..problems import Problem, distinct
-from . import build, deliver, tree
+from . import build, checks, deliver, object_meta, tree
 
 FIX_COMMAND = "tfjobgen hydrate"  # also `make rendered`
 README = "README.md"
@@ -36,12 +36,12 @@ def files_of(overlay: str, objects: list[dict]) -> dict[str, bytes]:
     for obj in objects:
         meta = obj.get("metadata") or {}
         folder = str(meta.get("namespace") or "_cluster")
-        job = deliver.job_of(obj)
+        job = object_meta.job_of(obj)
         if job:
             name, title = f"{job}.yaml", f"job {folder}/{job}"
         else:  # job names have no dots, so these never collide with a job's file
             name, title = f"{str(obj.get('kind', 'object')).lower()}.{meta.get('name', 'unnamed')}.yaml", \
-                deliver.describe_object(obj)
+                object_meta.describe_object(obj)
         path = f"{tree.RENDERED}/{overlay}/{folder}/{name}"
         groups.setdefault(path, []).append(obj)
         titles[path] = title
@@ -78,7 +78,7 @@ def delivered(root: Path, overlays: list[str], selection: build.Selection = buil
     result: dict[str, list[dict]] = {}
     for overlay in overlays:
         built = builds[overlay]
-        problems += built.problems + (deliver.patch_problems(root, built.path, every_job) if readable else [])
+        problems += built.problems + (checks.patch_problems(root, built.path, every_job) if readable else [])
         if not built.ok:
             continue
         objects, found = deliver.deliver(built.objects, jobs, built.path)

@@ -108,7 +108,7 @@ def _walk(root: Path, folder: str, layout: Layout, seen: set[str], top: bool) ->
         layout._needs(OPAQUE, f"{folder}: resources is not a list of paths")
         return
     for entry in entries:
-        if "://" in entry or entry.startswith(("github.com/", "git@")):
+        if intents.is_remote(entry):
             layout._needs(BEFORE, f"{folder} has the remote resource {entry}")
             layout.local = False
             continue

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import source
 from ..problems import InvalidInput, Problem
-from .deliver import group_kind
+from .object_meta import group_kind
 
 ARGOCD = "argocd"
 

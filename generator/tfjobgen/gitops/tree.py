@@ -123,3 +123,11 @@ def extract_commit(root: Path, commit: str, destination: Path) -> None:
                 if not str(target).startswith(str(destination.resolve())) or member.issym() or member.islnk():
                     raise GitError(f"refusing to extract {member.name} from {commit}")
             tar.extractall(destination)  # noqa: S202 - members checked above
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` laid out like this repository."""
+    for folder in (start, *start.parents):
+        if is_tree(folder) and (folder / JOBS).is_dir():
+            return folder
+    return None

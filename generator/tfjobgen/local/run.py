@@ -15,10 +15,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .. import backends, owned, pipeline
-from . import machine as machine_lib, scrape, shape as shape_lib, summary, tasks as tasks_lib
+from .. import backends, contract, owned, pipeline
+from . import machine, scrape, shape, summary, tasks
 from .progress import Progress
-from .shape import LocalError
+from .shape import LocalError, Shape
 from .summary import display_path
 from .supervisor import Fault, PortCollision, Supervisor
 
@@ -28,9 +28,9 @@ PORT_ATTEMPTS = 3
 
 @dataclass
 class Prepared:
-    request: tasks_lib.JobRequest
-    shape: shape_lib.Shape
-    overrides: tasks_lib.Overrides
+    request: tasks.JobRequest
+    shape: Shape  # the tasks that run here
+    overrides: tasks.Overrides
     notices: list[str]
     chief: str  # the task that coordinates: chief:0, or worker:0 in a tf1 job without a chief
 
@@ -44,14 +44,14 @@ def main(args) -> int:
         return EXIT_CANNOT_RUN
     if prepared is None:
         return EXIT_FAIL  # the job itself has errors (printed)
-    request, shape, training = prepared.request, prepared.shape, prepared.request.training or {}
+    request, counts, training = prepared.request, prepared.shape.counts, prepared.request.training or {}
     run_dir = os.path.abspath(args.work_dir or os.path.join(
         tempfile.gettempdir(), "tfjobgen-run-local", f"{request.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"))
     os.makedirs(run_dir, exist_ok=True)
     steps = (prepared.overrides.steps or training["steps"]) if request.uses_runtime else 0
     startup_timeout = prepared.overrides.startup_timeout or training.get("startupTimeoutSeconds", 300)
     progress.line(f"run-local: {request.name} ({request.api}, {request.protocol}): "
-                  f"{shape_lib.describe_counts(shape.counts)}" + (f", {steps} steps" if steps else "")
+                  f"{shape.describe_counts(counts)}" + (f", {steps} steps" if steps else "")
                   + f"; logs in {display_path(os.path.join(run_dir, 'logs'))}; Ctrl-C stops every task")
     for notice in prepared.notices:
         progress.line(f"run-local: {notice}")
@@ -63,13 +63,14 @@ def main(args) -> int:
     for attempt in range(1, PORT_ATTEMPTS + 1):
         # Ports are free when chosen, not necessarily when a task binds them: on a collision,
         # everything started is stopped and the whole cluster starts again on new ports.
-        ports = owned.free_ports(tasks_lib.ports_needed(request, shape.counts))
+        ports = owned.free_ports(tasks.ports_needed(request, counts))
         try:
-            local_tasks, notices = tasks_lib.build(request, shape.counts, ports, run_dir, prepared.overrides,
-                                                   machine_lib.detect().cpus)
+            local_tasks, notices, files = tasks.build(request, counts, ports, run_dir, prepared.overrides,
+                                                      machine.detect().cpus)
         except LocalError as err:
             print(f"tfjobgen run-local: {err}", file=sys.stderr)
             return EXIT_CANNOT_RUN
+        write_files(files)
         scrape_config = scrape.write(run_dir, local_tasks, request.pods[0].namespace)
         for notice in notices + [f"a Prometheus scrape config for them: {scrape_config}"] if attempt == 1 else ():
             progress.line(f"run-local: {notice}")
@@ -77,7 +78,7 @@ def main(args) -> int:
             [t for t in local_tasks if t.name not in args.without], run_dir, run_dir,  # the run's id: its directory
             uses_runtime=request.uses_runtime, chief=prepared.chief, target_steps=steps,
             completed_by=request.completed_by,
-            lifecycle=tasks_lib.lifecycle_of(request, prepared.overrides),
+            lifecycle=tasks.lifecycle_of(request, prepared.overrides),
             faults=tuple(Fault(task, step) for task, step in args.kill)
             + tuple(Fault(task, step, evict=True) for task, step in args.evict),
             stall_limit=startup_timeout + 60, on_update=progress)
@@ -97,7 +98,7 @@ def main(args) -> int:
     print(summary.render(result, training.get("batchSize"), training.get("partitioner")))
     if args.report:
         with open(args.report, "w", encoding="utf-8") as out:
-            json.dump(summary.as_dict(result, request.name, shape.counts), out, indent=2, default=str)
+            json.dump(summary.as_dict(result, request.name, counts), out, indent=2, default=str)
     if result.interrupted:
         return EXIT_INTERRUPTED
     return EXIT_PASS if summary.verdict(result)[0] else EXIT_FAIL
@@ -137,7 +138,7 @@ def prepare(args) -> Prepared | None:
     if not expansion.ok or any(p.is_error for p in problems):
         return None
     # The same pods the job's controller would create in a cluster, env resolved.
-    request = tasks_lib.describe(backends.decode(expansion.objects[0]))
+    request = tasks.describe(backends.decode(expansion.objects[0]))
     notices = []
     for pod in request.pods[:1]:
         for name in pod.unresolved:
@@ -169,20 +170,28 @@ def prepare(args) -> Prepared | None:
                        "placement and restarts need tfjobgen's runtime, so this run shows task states only")
 
     asked = dict(request.counts)
-    shape = shape_lib.choose(asked, machine_lib.detect(), shape_lib.model_bytes(request.training),
-                             scale_ps=args.scale_ps, scale_workers=args.scale_workers,
-                             with_evaluator=args.with_evaluator)
-    notices = list(shape.notices) + notices
-    names = {f"{role}:{i}" for role, n in shape.counts.items() for i in range(n)}
+    chosen = shape.choose(asked, machine.detect(), shape.model_bytes(request.training),
+                          scale_ps=args.scale_ps, scale_workers=args.scale_workers,
+                          with_evaluator=args.with_evaluator)
+    notices = list(chosen.notices) + notices
+    names = {f"{role}:{i}" for role, n in chosen.counts.items() for i in range(n)}
     for name in list(args.without) + [task for task, _ in args.kill + args.evict]:
         if name not in names:
             raise LocalError(f"{name} is not among the tasks that run here ({', '.join(sorted(names))})")
-    chief = "chief:0" if "chief" in shape.counts else "worker:0"
+    chief = "chief:0" if "chief" in chosen.counts else "worker:0"
     if chief in args.without:
         raise LocalError(f"--without {chief}: the run needs its chief; leave out a PS or a worker")
-    overrides = tasks_lib.Overrides(steps=args.steps, startup_timeout=args.startup_timeout,
-                                    model_dir=args.model_dir, protocol=protocol, retries=args.restarts)
-    return Prepared(request, shape, overrides, notices, chief)
+    overrides = tasks.Overrides(steps=args.steps, startup_timeout=args.startup_timeout,
+                                model_dir=args.model_dir, protocol=protocol, retries=args.restarts)
+    return Prepared(request, chosen, overrides, notices, chief)
+
+
+def write_files(files: dict[str, str]) -> None:
+    """The files tasks.build says the tasks read (path -> text), their folders made."""
+    for path, text in files.items():
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
 
 
 def _has_star_server() -> bool:
@@ -210,5 +219,5 @@ def _check_local_data(training: dict) -> None:
     if not data.get("paths"):
         raise LocalError("training.data.paths is empty: list the tfrecord or csv files (globs allowed)")
     for i, pattern in enumerate(data["paths"]):
-        if "://" not in pattern and not glob.glob(pattern):
+        if not contract.is_shared_storage(pattern) and not glob.glob(pattern):
             raise LocalError(f"training.data.paths[{i}] {pattern!r} matches no file here")

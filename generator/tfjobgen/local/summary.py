@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from .. import table
-from ..runtime.sharding import BALANCE_GOAL
+from ..variable_placement.sharding import BALANCE_GOAL
 from .supervisor import RunResult
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import contract
-from .. import lifecycle as lifecycle_rules
+from .. import lifecycle
 from ..lifecycle import Lifecycle
 from ..runtime import events
 from . import processes
@@ -312,7 +312,7 @@ class Supervisor:
                 state.state = "stopped"
                 continue
             exit_code = 128 - code if code < 0 else code  # a container killed by signal n exits 128 + n
-            decision = lifecycle_rules.after_failure(self.lifecycle, exit_code, state.disrupted, state.counted,
+            decision = lifecycle.after_failure(self.lifecycle, exit_code, state.disrupted, state.counted,
                                                      state.ignored)
             if decision.counted:
                 state.counted += 1

@@ -14,7 +14,8 @@ kubelet, emulated), so each has the exact env a cluster would give it. To run he
 - unpinned tasks share every CPU here, so thread pools above the CPU count are
   capped to it (a tf2 worker keeps at least 2 inter-op threads);
 - and a check refuses any env value that still names a cluster host.
-Pure functions: the caller picks ports and CPUs and starts the processes.
+Pure functions: the caller picks ports and CPUs, writes the files `build` returns (the endpoint
+map) and starts the processes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .. import contract
 from ..backends import DecodedJob
@@ -131,60 +133,43 @@ def pin(request: JobRequest, counts: dict[str, int], cpus: tuple[int, ...]) -> d
     return result
 
 
+class Built(NamedTuple):
+    """What `build` gives its caller, which writes `files` before it starts any task."""
+
+    tasks: list[LocalTask]
+    notices: list[str]  # what changed, for people
+    files: dict[str, str]  # path -> text of the files the tasks read (StarServer's endpoint map)
+
+
 def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir: str, overrides: Overrides,
-          machine_cpus: tuple[int, ...]) -> tuple[list[LocalTask], list[str]]:
-    """The local tasks and the notices about what changed. `ports` must hold `ports_needed` free ports."""
+          machine_cpus: tuple[int, ...]) -> Built:
+    """The local tasks, the notices about what changed and the files the tasks read. `ports` must hold
+    `ports_needed` free ports; nothing is written here."""
     notices: list[str] = []
     ports = list(ports)
     pods = [p for p in request.pods if p.index < counts.get(p.role, 0)]
     cluster = json.loads(pods[0].env[CLUSTER_ENV]) if CLUSTER_ENV in pods[0].env else \
         json.loads(pods[0].env[contract.TF_CONFIG])["cluster"]
-    local_cluster, moved = {}, {}
-    for role, addresses in cluster.items():
-        kept = addresses[:counts.get(role, 0)]
-        if kept:
-            local_cluster[role] = []
-            for address in kept:
-                moved[address] = f"127.0.0.1:{ports.pop(0)}"
-                local_cluster[role].append(moved[address])
+    local_cluster, moved = _move_cluster(cluster, counts, ports)
     hosts = {host_of(a) for addresses in cluster.values() for a in addresses}
     control = f"127.0.0.1:{ports.pop(0)}"
-    endpoint_dir = None
+    files, endpoint_dir = {}, None
     if request.endpoint_map is not None:
         endpoint_dir = os.path.join(run_dir, "starserver")
-        os.makedirs(endpoint_dir, exist_ok=True)
-        text = rewrite_endpoint_map(request.endpoint_map, moved, ports)
-        with open(os.path.join(endpoint_dir, ENDPOINT_MAP_KEY), "w", encoding="utf-8") as out:
-            out.write(text)
-        notices.append(f"StarServer endpoint map rewritten for {len(moved)} local tasks: "
-                       f"{os.path.join(endpoint_dir, ENDPOINT_MAP_KEY)}")
+        path = os.path.join(endpoint_dir, ENDPOINT_MAP_KEY)
+        files[path] = rewrite_endpoint_map(request.endpoint_map, moved, ports)
+        notices.append(f"StarServer endpoint map rewritten for {len(moved)} local tasks: {path}")
 
     metrics_ports = ports[-len(pods):]  # the last of ports_needed: one per task
     pinned = pin(request, counts, machine_cpus)
     training = _local_training(request.training, run_dir, overrides, notices)
-    cluster_json = json.dumps(local_cluster, sort_keys=True, separators=(",", ":"))
+    run = _RunEnv(contract.cluster_json(local_cluster), local_cluster, control,
+                  None if training is None else json.dumps(training, sort_keys=True, separators=(",", ":")),
+                  endpoint_dir, overrides.protocol, "1" if counts.get("evaluator") else "0", overrides.retries)
 
     tasks, capped = [], set()
     for pod in pods:
-        env = dict(pod.env)
-        if CLUSTER_ENV in env:
-            env[CLUSTER_ENV] = cluster_json
-        if contract.TF_CONFIG in env:
-            config = json.loads(env[contract.TF_CONFIG])
-            config["cluster"] = local_cluster
-            env[contract.TF_CONFIG] = json.dumps(config, separators=(",", ":"))
-        if CONTROL_ADDRESS_ENV in env:
-            env[CONTROL_ADDRESS_ENV] = control
-        if training is not None and TRAINING_ENV in env:
-            env[TRAINING_ENV] = json.dumps(training, sort_keys=True, separators=(",", ":"))
-        if endpoint_dir and contract.ENDPOINT_MAP_PATH_ENV in env:
-            env[contract.ENDPOINT_MAP_PATH_ENV] = endpoint_dir
-        if overrides.protocol and contract.PROTOCOL_ENV in env:
-            env[contract.PROTOCOL_ENV] = overrides.protocol
-        if contract.EVALUATOR_ENV in env:
-            env[contract.EVALUATOR_ENV] = "1" if counts.get("evaluator") else "0"
-        if overrides.retries is not None and contract.RETRIES_ENV in env:
-            env[contract.RETRIES_ENV] = str(overrides.retries)
+        env = _rewrite_env(pod.env, run)
         metrics = ""
         if contract.METRICS_PORT_ENV in env:  # the pod's metrics port; here, a free one per task
             port = metrics_ports.pop(0)
@@ -194,7 +179,7 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
         if env.get("HOME") == contract.SCRATCH_DIR:  # the pod's writable emptyDir; here, the task's own directory
             env["HOME"] = task_dir
         cpus = pinned.get(f"{pod.role}:{pod.index}") if pinned else None
-        if cpus is None and _cap_threads(env, len(machine_cpus), request.api == "tf2" and pod.role == "worker"):
+        if cpus is None and _cap_threads(env, len(machine_cpus), request.api, pod.role):
             capped.add(pod.role)
         _check_no_cluster_names(env, hosts, f"{pod.role}:{pod.index}")
         command = list(pod.container.get("command", [])) + list(pod.container.get("args", []))
@@ -212,7 +197,60 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
         notices.append(f"tasks are not pinned to CPUs: they would need {total} and this machine has "
                        f"{len(machine_cpus)}" + (f"; thread pools of {', '.join(sorted(capped))} are capped at "
                                                  f"{len(machine_cpus)}" if capped else ""))
-    return tasks, notices
+    return Built(tasks, notices, files)
+
+
+def _move_cluster(cluster: dict[str, list[str]], counts: dict[str, int],
+                  ports: list[int]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """(the cluster of the tasks that run here, each cluster address -> its local one): each task gets the
+    next of `ports` (taken from the list), in the cluster spec's order."""
+    local_cluster, moved = {}, {}
+    for role, addresses in cluster.items():
+        kept = addresses[:counts.get(role, 0)]
+        if kept:
+            local_cluster[role] = []
+            for address in kept:
+                moved[address] = f"127.0.0.1:{ports.pop(0)}"
+                local_cluster[role].append(moved[address])
+    return local_cluster, moved
+
+
+@dataclass(frozen=True)
+class _RunEnv:
+    """The values every task of this run gets in place of its pod's."""
+
+    cluster_json: str  # TFJOBGEN_CLUSTER
+    cluster: dict[str, list[str]]  # TF_CONFIG's cluster, where the backend's controller writes TF_CONFIG
+    control: str  # TFJOBGEN_CONTROL_ADDRESS
+    training: str | None  # TFJOBGEN_TRAINING, None: the job runs its own program
+    endpoint_dir: str | None  # TF_SEASTAR_ENDPOINT_MAP_PATH, None: no StarServer
+    protocol: str | None  # TFJOBGEN_PROTOCOL, None: the job's
+    evaluator: str  # TFJOBGEN_EVALUATOR: whether the evaluator runs here
+    retries: int | None  # TFJOBGEN_TASK_RETRIES, None: the job's
+
+
+def _rewrite_env(pod_env: dict[str, str], run: _RunEnv) -> dict[str, str]:
+    """A pod's env with this run's values in the variables it has."""
+    env = dict(pod_env)
+    if CLUSTER_ENV in env:
+        env[CLUSTER_ENV] = run.cluster_json
+    if contract.TF_CONFIG in env:
+        config = json.loads(env[contract.TF_CONFIG])
+        config["cluster"] = run.cluster
+        env[contract.TF_CONFIG] = json.dumps(config, separators=(",", ":"))
+    if CONTROL_ADDRESS_ENV in env:
+        env[CONTROL_ADDRESS_ENV] = run.control
+    if run.training is not None and TRAINING_ENV in env:
+        env[TRAINING_ENV] = run.training
+    if run.endpoint_dir and contract.ENDPOINT_MAP_PATH_ENV in env:
+        env[contract.ENDPOINT_MAP_PATH_ENV] = run.endpoint_dir
+    if run.protocol and contract.PROTOCOL_ENV in env:
+        env[contract.PROTOCOL_ENV] = run.protocol
+    if contract.EVALUATOR_ENV in env:
+        env[contract.EVALUATOR_ENV] = run.evaluator
+    if run.retries is not None and contract.RETRIES_ENV in env:
+        env[contract.RETRIES_ENV] = str(run.retries)
+    return env
 
 
 def ports_needed(request: JobRequest, counts: dict[str, int]) -> int:
@@ -257,19 +295,20 @@ def _local_training(training: dict | None, run_dir: str, overrides: Overrides, n
         training["startupTimeoutSeconds"] = overrides.startup_timeout
     data = training.get("data", {})
     # Tasks run in their own directories: a relative data path means one relative to here.
-    data["paths"] = [p if "://" in p else os.path.abspath(p) for p in data.get("paths", [])]
+    data["paths"] = [p if contract.is_shared_storage(p) else os.path.abspath(p) for p in data.get("paths", [])]
     if overrides.model_dir:
         given = overrides.model_dir
-        training["modelDir"] = given if "://" in given else os.path.abspath(given)
+        training["modelDir"] = given if contract.is_shared_storage(given) else os.path.abspath(given)
     else:
-        if "://" in training["modelDir"]:  # a trial must not write into, or resume from, the real job's checkpoints
+        # A trial must not write into, or resume from, the real job's checkpoints.
+        if contract.is_shared_storage(training["modelDir"]):
             notices.append(f"modelDir {training['modelDir']} is replaced by this run's own directory "
                            "(--model-dir URL uses a shared one)")
         training["modelDir"] = os.path.join(run_dir, "model")
     return training
 
 
-def _cap_threads(env: dict[str, str], cpus: int, tf2_worker: bool) -> bool:
+def _cap_threads(env: dict[str, str], cpus: int, api: str, role: str) -> bool:
     """Pools above this machine's CPUs come down to them; True when anything changed."""
     before = {name: env.get(name) for name in contract.THREAD_ENVS}
     for name in contract.THREAD_ENVS:
@@ -277,8 +316,9 @@ def _cap_threads(env: dict[str, str], cpus: int, tf2_worker: bool) -> bool:
         if value.isdigit() and int(value) > cpus:
             env[name] = str(cpus)
     inter = env.get(contract.INTER_OP_ENV, "")
-    if tf2_worker and inter.isdigit() and int(inter) < contract.TF2_WORKER_MIN_INTER_OP:
-        env[contract.INTER_OP_ENV] = str(contract.TF2_WORKER_MIN_INTER_OP)  # fewer deadlock a tf2 worker
+    raised = contract.inter_op_threads(api, role, int(inter)) if inter.isdigit() else None
+    if raised is not None and raised != int(inter):
+        env[contract.INTER_OP_ENV] = str(raised)  # fewer deadlock a tf2 worker
     return before != {name: env.get(name) for name in contract.THREAD_ENVS}
 
 

@@ -14,13 +14,13 @@ from typing import Any
 
 from .. import qos, tuning
 from ..model import TrainingJob
-from ..runtime import variables as layout
-from ..runtime.sharding import BALANCE_GOAL
+from ..variable_placement import reference_model
+from ..variable_placement.round_robin import ShardLayout
+from ..variable_placement.sharding import BALANCE_GOAL
 from .capacity import Capacity
-from .placement import Layout
 from .traffic import TopologyTraffic
 from .units import size
-from .variables import RULES_ON_WORKER, Workload
+from .workload import RULES_ON_WORKER, Workload
 
 STAR_SERVER_RATIO = (8, 10)  # workers per PS DeepRec recommends for StarServer
 BIG_TABLE_BYTES = 64 << 20  # a looked-up table this big makes a dense update costly
@@ -53,8 +53,8 @@ def applied(document: dict, advice: Advice) -> dict:
     return changed
 
 
-def partitioning(workload: Workload, layouts: dict[str, Layout], balance: tuple[int, Layout] | None) -> tuple[
-        list[Advice], Layout | None]:
+def partitioning(workload: Workload, layouts: dict[str, ShardLayout],
+                 balance: tuple[int, ShardLayout] | None) -> tuple[list[Advice], ShardLayout | None]:
     """Advice on the partitioner, and the layout it leads to (None: keep the job's)."""
     own = layouts[workload.partitioner]
     if own.balanced:
@@ -96,7 +96,7 @@ def optimizer(workload: Workload) -> list[Advice]:
     field = f"{workload.field}.optimizer"
     tables = [v for v in workload.variables if v.lookups and v.bytes >= BIG_TABLE_BYTES]
     for table in tables:
-        if workload.optimizer not in layout.SPARSE_UPDATES:
+        if workload.optimizer not in reference_model.SPARSE_UPDATES:
             how = ("read and written by the worker" if workload.rules_on == RULES_ON_WORKER
                    else "read and written on the PS")
             advice.append(Advice(field, (
@@ -105,7 +105,7 @@ def optimizer(workload: Workload) -> list[Advice]:
                 f"a batch looks up at most {min(table.rows, table.lookups):,} rows: set lazy_adam, which updates "
                 "only those (the seed's advice)"), ((field, "lazy_adam"),)))
     slotted = [t for t in tables if t.slots]
-    if slotted and workload.optimizer in layout.SPARSE_UPDATES:
+    if slotted and workload.optimizer in reference_model.SPARSE_UPDATES:
         slots = slotted[0].slots
         each = ", ".join(f"'{t.name}' {size(t.bytes)} -> {size(t.bytes * (1 + t.slots))}" for t in slotted)
         advice.append(Advice(field, (
@@ -114,7 +114,7 @@ def optimizer(workload: Workload) -> list[Advice]:
     return advice
 
 
-def memory(job: TrainingJob, own: Layout) -> list[Advice]:
+def memory(job: TrainingJob, own: ShardLayout) -> list[Advice]:
     """PS whose variables alone would not fit in the memory the PS asks for."""
     limit = job.roles["ps"].memory
     over = [i for i, b in enumerate(own.bytes_per_ps) if b > limit]

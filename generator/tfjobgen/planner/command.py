@@ -36,7 +36,8 @@ def run(args) -> int:
 
     from .. import pipeline
     from ..problems import has_errors
-    from . import report, variables
+    from . import report
+    from .workload import PlanError, from_checkpoint, of_job
 
     profile = pipeline.load_profile(args.profile)
     try:
@@ -61,10 +62,10 @@ def run(args) -> int:
         try:
             if args.checkpoint:
                 print(f"tfjobgen plan: reading {args.checkpoint} with TensorFlow ...", file=sys.stderr, flush=True)
-                workload = variables.from_checkpoint(args.checkpoint, job)
+                workload = from_checkpoint(args.checkpoint, job)
             else:
-                workload = variables.of_job(job)
-        except variables.PlanError as err:
+                workload = of_job(job)
+        except PlanError as err:
             print(f"tfjobgen plan: {err}", file=sys.stderr)
             return EXIT_INVALID
         plans.append(report.make(job, profile, workload, intent.data))

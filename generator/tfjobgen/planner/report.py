@@ -13,12 +13,13 @@ from .. import table
 from ..model import TrainingJob
 from ..profile import ClusterProfile
 from ..quantity import describe_bytes, describe_cpu
-from ..runtime.sharding import BALANCE_GOAL
+from ..variable_placement import round_robin
+from ..variable_placement.sharding import BALANCE_GOAL
 from . import advice as advice_lib
 from . import capacity as capacity_lib
-from . import placement, traffic
+from . import traffic
 from .units import percent, size
-from .variables import Workload
+from .workload import Workload
 
 MAX_PS_ROWS = 32  # bytes per PS are listed one row per PS up to this many PS
 
@@ -27,7 +28,7 @@ MAX_PS_ROWS = 32  # bytes per PS are listed one row per PS up to this many PS
 class Load:
     """PS load and traffic under one layout."""
 
-    layout: placement.Layout
+    layout: round_robin.ShardLayout
     step: traffic.StepTraffic
     topologies: tuple[traffic.TopologyTraffic, ...]
 
@@ -37,8 +38,8 @@ class Plan:
     job: TrainingJob
     profile: str
     workload: Workload | None
-    layouts: dict[str, placement.Layout]  # every partitioner (empty without a workload)
-    balance: tuple[int, placement.Layout] | None  # fewest shards that reach the goal
+    layouts: dict[str, round_robin.ShardLayout]  # every partitioner (empty without a workload)
+    balance: tuple[int, round_robin.ShardLayout] | None  # fewest shards that reach the goal
     own: Load | None  # the job as written
     after: Load | None  # with the advised partitioner (None: no change advised)
     capacity: capacity_lib.Capacity
@@ -50,7 +51,8 @@ class Plan:
         return f"{self.job.namespace}/{self.job.name}"
 
 
-def _load(job: TrainingJob, workload: Workload, layout: placement.Layout, workers_per_node: int) -> Load:
+def _load(job: TrainingJob, workload: Workload, layout: round_robin.ShardLayout,
+          workers_per_node: int) -> Load:
     step = traffic.per_step(workload, layout)
     return Load(layout, step, tuple(traffic.by_topology(job, step, workers_per_node)))
 
@@ -66,9 +68,9 @@ def make(job: TrainingJob, profile: ClusterProfile, workload: Workload | None, d
         notes.append("the job runs a program of its own and declares no variables: declare them in spec.model "
                      "(or pass --checkpoint) to see PS load, traffic and partitioning advice")
     else:
-        layouts = {p: placement.layout(workload.variables, num_ps, p, workload.min_shard_bytes)
-                   for p in placement.PARTITIONERS}
-        balance = placement.shards_to_balance(workload.variables, num_ps, workload.min_shard_bytes)
+        layouts = {p: round_robin.layout(workload.variables, num_ps, p, workload.min_shard_bytes)
+                   for p in round_robin.PARTITIONERS}
+        balance = round_robin.shards_to_balance(workload.variables, num_ps, workload.min_shard_bytes)
         workers_per_node = next(r.per_node for r in found.roles if r.role == "worker")
         own = _load(job, workload, layouts[workload.partitioner], workers_per_node)
         advised, better = advice_lib.partitioning(workload, layouts, balance)
@@ -258,7 +260,7 @@ def markdown(plan: Plan, heading: str = "###") -> str:
 
 # ---- JSON ---------------------------------------------------------------------------------
 
-def _layout_json(layout: placement.Layout) -> dict:
+def _layout_json(layout: round_robin.ShardLayout) -> dict:
     return {"ps_bytes": list(layout.bytes_per_ps), "max_over_mean": round(layout.max_over_mean, 4),
             "hot_ps": layout.hot_ps, "hot_share": round(layout.hot_share, 4), "total_bytes": layout.total}
 

@@ -8,12 +8,12 @@ The model, per worker step and per shard (a whole variable is one shard):
   land follows the workload's id rule, row floor(rows x u ** id_skew) for u uniform:
   id_skew 1 is uniform (k x shard rows / rows lookups, and R x (1 - (1 - 1/R)^k)
   distinct rows of R for k lookups, in proportion per shard); the runtime's
-  synthetic ids (runtime/variables.ID_SKEW) put most lookups, and most distinct
+  synthetic ids (variable_placement/reference_model.ID_SKEW) put most lookups, and most distinct
   rows, on the first shard of each table ("div" sharding keeps the low ids there);
 - the update: each updated row (all rows of a variable read whole, or of a
   table under dense adam) moves (reads, writes) rows of variable and slot
   data. With tfjobgen's runtime the rules' arithmetic runs on the worker, so the
-  counts come from runtime/variables.UPDATE_ROWS (adagrad: read the accumulator,
+  counts come from reference_model.UPDATE_ROWS (adagrad: read the accumulator,
   write the accumulator and the variable: (1, 2)); a program of your own is
   taken to use TensorFlow's fused optimizer kernels, which run on the PS: only
   the gradient travels, (0, 1). A sparse update also sends the rows' 8-byte
@@ -52,9 +52,9 @@ import math
 from dataclasses import dataclass
 
 from ..model import TrainingJob
-from ..runtime import variables as layout
-from .placement import Layout, Shard
-from .variables import ID_BYTES, RULES_ON_WORKER, Workload
+from ..variable_placement import reference_model
+from ..variable_placement.round_robin import Shard, ShardLayout
+from .workload import ID_BYTES, RULES_ON_WORKER, Workload
 
 # TensorFlow's gRPC bytes around each tensor that crosses between tasks: the receiver's RecvTensor
 # request naming it, the reply's metadata, HTTP/2 and gRPC frames. Measured on run-local's loopback
@@ -84,7 +84,7 @@ class StepTraffic:
 def _update_rows(workload: Workload, sparse: bool) -> tuple[int, int]:
     if workload.rules_on != RULES_ON_WORKER or workload.optimizer is None:
         return 0, 1  # fused kernels on the PS: the gradient is all that travels
-    return layout.UPDATE_ROWS[workload.optimizer]["sparse" if sparse else "dense"]
+    return reference_model.UPDATE_ROWS[workload.optimizer]["sparse" if sparse else "dense"]
 
 
 def lookup_share(skew: float, rows: int, first: int, stop: int) -> float:
@@ -110,11 +110,11 @@ def _touched(p: float, lookups: float) -> float:
     return 1.0 if p >= 1 else -math.expm1(lookups * math.log1p(-p))
 
 
-def per_step(workload: Workload, placed: Layout) -> StepTraffic:
+def per_step(workload: Workload, placed: ShardLayout) -> StepTraffic:
     pull, push = [0.0] * placed.num_ps, [0.0] * placed.num_ps
     # A fused kernel takes the table's gradient as it comes (rows), whatever it then does on the PS;
     # the runtime's dense adam turns it into a whole-table gradient on the worker first.
-    sparse_updates = workload.rules_on != RULES_ON_WORKER or workload.optimizer in layout.SPARSE_UPDATES
+    sparse_updates = workload.rules_on != RULES_ON_WORKER or workload.optimizer in reference_model.SPARSE_UPDATES
     sent: set[tuple] = set()  # the ids already on a PS this step, by where they come from
     for shard in placed.shards:
         variable, p = shard.variable, shard.ps

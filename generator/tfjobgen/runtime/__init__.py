@@ -9,11 +9,10 @@ describes the behaviour, the log events and the control protocol.
 Modules, one concern each:
     settings   env -> Task (pure)              events    log lines people and run-local read
     control    chief <-> tasks: who is up, when to exit (plain sockets)
-    sharding   partitioner choice, bytes per PS (pure)
-    variables  the model's variables in creation order, optimizer slots (pure; `tfjobgen plan` reads it too)
+    metrics    Prometheus metrics of one task
     watchdog   deadlines TensorFlow lacks
     errors     the failures the runtime knows, and their exit codes
-    data       synthetic / TFRecord / CSV input  model       the reference wide & deep model
+    data       synthetic / TFRecord / CSV input  wide_deep   the reference wide & deep model
     optimizers sparse-aware updates            servers     TF servers, PS and worker lifetimes
     modeldir   where checkpoints are written from, placement.json
     hadoop     CLASSPATH from the Hadoop client, for hdfs:// paths
@@ -21,6 +20,10 @@ Modules, one concern each:
     tf1        between-graph workers (MonitoredTrainingSession) and evaluator
     main       dispatch by role and api, errors -> one line and an exit code
 
-Only data, model, optimizers, servers, modeldir, tf1 and tf2 import TensorFlow,
+The partitioner rule, the reference model's variables and optimizer slots, and a
+PS's share of them are plain data and math that `tfjobgen plan` uses too: they live
+in variable_placement/. Of the generator the runtime imports only contract.py.
+
+Only data, wide_deep, optimizers, servers, modeldir, tf1 and tf2 import TensorFlow,
 and only once the task knows it needs it: importing this package costs nothing.
 """

@@ -24,9 +24,10 @@ import math
 
 import tensorflow as tf
 
+from ..variable_placement.reference_model import DENSE, FIELDS  # the model's input width depends on them: one home
+from ..variable_placement.reference_model import ID_SKEW  # `tfjobgen plan` predicts the rows a batch touches from it
 from .errors import SetupError
-from .variables import DENSE, FIELDS  # the model's input width depends on them: one home
-from .variables import ID_SKEW  # `tfjobgen plan` predicts the rows a batch touches from it
+
 _DENSE_WEIGHTS = [(-1.0 + 2.0 * i / (DENSE - 1)) for i in range(DENSE)]
 EVAL_SEED = 20240601  # held-out synthetic examples: the same for every evaluation
 CSV_COLUMNS = ["label"] + [f"dense_{i}" for i in range(DENSE)] + [f"id_{i}" for i in range(FIELDS)]

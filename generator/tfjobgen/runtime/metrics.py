@@ -12,7 +12,7 @@ different stories. Which task serves what:
 The chief is the task that drives the global step (tf2's chief; tf1's chief
 or worker 0), so its counters are the job's. A PS cannot list the variables
 a chief created on it, so it counts what the runtime's own model places there,
-with the same placement rules `tfjobgen plan` uses (planner/placement.py);
+with the same placement rules `tfjobgen plan` uses (variable_placement/round_robin.py);
 the chief's `placement` event reports the measured bytes, and docs/runtime.md
 shows they agree.
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 
+from ..variable_placement import round_robin
 from . import events
 from .settings import Task
 
@@ -46,13 +47,11 @@ NAMES = {
 
 
 def ps_bytes(task: Task) -> int:
-    """What the runtime's model puts on this PS: values and slots, by the planner's placement rules."""
-    from ..planner import placement, variables
-
+    """What the runtime's model puts on this PS: values and slots, by the placement rules `tfjobgen plan` uses."""
     t = task.training
-    found = variables.reference_variables(task.api, t.optimizer, t.batch_size, t.vocabulary_size, t.embedding_dim,
-                                          t.hidden_units)
-    return placement.layout(found, task.num_ps, t.partitioner, t.min_shard_bytes).bytes_per_ps[task.index]
+    found = round_robin.reference_variables(task.api, t.optimizer, t.batch_size, t.vocabulary_size,
+                                            t.embedding_dim, t.hidden_units)
+    return round_robin.layout(found, task.num_ps, t.partitioner, t.min_shard_bytes).bytes_per_ps[task.index]
 
 
 class Metrics:

@@ -15,6 +15,7 @@ from typing import Callable
 
 import tensorflow as tf
 
+from .. import contract
 from . import events
 from .errors import EXIT_OK
 
@@ -26,14 +27,9 @@ FINISHED_FILE = "finished.json"
 FINISHED_LINGER = 10.0  # seconds a chief with nothing to train keeps saying DONE to tasks that connect
 
 
-def shared(model_dir: str) -> bool:
-    """True for a URL (hdfs://, gs://, s3://): every task sees the same files."""
-    return "://" in model_dir
-
-
 def checkpoint_options(model_dir: str) -> tf.train.CheckpointOptions:
     """tf2: every PS writes its shard on a shared filesystem; otherwise the chief writes them all."""
-    if shared(model_dir):
+    if contract.is_shared_storage(model_dir):
         return tf.train.CheckpointOptions()
     return tf.train.CheckpointOptions(experimental_io_device=CHIEF_CPU)
 

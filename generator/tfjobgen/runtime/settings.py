@@ -175,12 +175,11 @@ def thread_pools(env: dict[str, str], role: str, api: str, cpus: int) -> tuple[i
         else:
             raise SetupError(f"{name}={text!r} is not a positive whole number")
     intra, inter = counts
-    notes = ()
-    floor = contract.TF2_WORKER_MIN_INTER_OP
-    if api == "tf2" and role == "worker" and inter < floor:
-        notes = (f"inter-op threads raised from {inter} to {floor}: one inter-op thread deadlocks a tf2 worker",)
-        inter = floor
-    return intra, inter, notes
+    raised = contract.inter_op_threads(api, role, inter)
+    if raised == inter:
+        return intra, inter, ()
+    return intra, raised, (f"inter-op threads raised from {inter} to {raised}: one inter-op thread deadlocks "
+                           "a tf2 worker",)
 
 
 def training_from_json(text: str) -> Training:

@@ -17,10 +17,14 @@ Two traps handled here:
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import tensorflow as tf
 
-from . import control, data, events, model as model_lib, modeldir, optimizers, servers, sharding
+from .. import contract
+from ..variable_placement import sharding
+from . import control, data, events, modeldir, optimizers, servers, wide_deep
 from .ending import Ending, absence_limit
 from .errors import EXIT_OK, TaskFailed
 from .settings import Task
@@ -102,8 +106,8 @@ def _graph(task: Task, files: list[str], device_fn=None):
         global_step = tf.compat.v1.train.get_or_create_global_step()
         partitions = sharding.partitioner(training.partitioner, task.num_ps, training.min_shard_bytes)
         with tf.compat.v1.variable_scope(_MODEL_SCOPE, partitioner=partitions):
-            model = model_lib.WideDeep(training.vocabulary_size, training.embedding_dim, training.hidden_units,
-                                       model_lib.tf1_variable)
+            model = wide_deep.WideDeep(training.vocabulary_size, training.embedding_dim, training.hidden_units,
+                                       wide_deep.tf1_variable)
     return model, global_step
 
 
@@ -117,112 +121,173 @@ def run_trainer(task: Task, report: events.Reporter, control_server: control.Chi
                 started: float, ending: Ending) -> int:
     """A tf1 worker; the chief is the worker with is_chief (the chief task, or worker 0 without one),
     which gets the control server, already listening since `started` (time.monotonic())."""
+    if task.is_chief:
+        return _run_chief(task, report, control_server, started, ending)
+    return _run_worker(task, report, control_server, started, ending)
+
+
+def _run_chief(task: Task, report: events.Reporter, control_server: control.ChiefServer, started: float,
+               ending: Ending) -> int:
+    """The chief: waits for every task, initialises (or restores) the variables, logs progress and writes
+    checkpoints while every worker trains, then ends the job."""
     training = task.training
-    files = [] if training.data_format == "synthetic" else data.check_paths(training.data_paths)
-    tf.compat.v1.disable_eager_execution()
-    server = servers.start(task)
-    report(events.NOTICE, message=f"TF server serving at {task.address} (threads {task.intra_op}/{task.inter_op}, "
-                                  f"protocol {task.protocol})")
-
-    link = None
-    if task.is_chief and modeldir.finished(training.model_dir, task.job, training.steps):
+    files, server = _start(task, report)
+    if modeldir.finished(training.model_dir, task.job, training.steps):
         return modeldir.already_finished(training.model_dir, report, control_server)
-    if task.is_chief:
-        missing = control_server.wait_until_up(task.peers, training.startup_timeout - (time.monotonic() - started))
-        if missing:
-            raise TaskFailed(f"{task.describe(missing)} did not come up within {training.startup_timeout} s "
-                             "(startupTimeoutSeconds): never registered with the chief")
-    else:
-        link = ending.link()
-        link.start_in_background()
-
-    # Round-robin over the PS: a partitioned variable's N shards land on N different PS.
-    device_fn = tf.compat.v1.train.replica_device_setter(
-        cluster=tf.train.ClusterSpec(task.training_cluster), worker_device=f"/job:{task.role}/task:{task.index}")
-    model, global_step = _graph(task, files, device_fn)
-    with tf.compat.v1.device(device_fn):
-        if training.data_format == "synthetic":
-            dataset = data.synthetic(training.batch_size, training.vocabulary_size)
-        else:
-            dataset = data.from_files(training.data_format, files, training.batch_size, training.vocabulary_size)
-        features, labels = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
-        loss = model_lib.loss_of(model, features, labels)
-        variables = tf.compat.v1.trainable_variables()
-        optimizer = optimizers.Optimizer(training.optimizer, training.learning_rate)
-
-        def new_slot(variable, name, initial):
-            with tf.compat.v1.device(variable.device):  # the slot lives beside its variable, on its PS
-                return tf.compat.v1.get_variable(
-                    f"{variable.op.name}/{name}", shape=variable.shape, dtype=variable.dtype, trainable=False,
-                    initializer=tf.compat.v1.constant_initializer(initial))
-        optimizer.build(variables, new_slot)
-        updates = optimizer.apply(zip(tf.compat.v1.gradients(loss, variables), variables), global_step)
-        with tf.control_dependencies(updates):
-            train_op = global_step.assign_add(1)
-        # Sharded saving makes each PS write its own variables: right for a shared filesystem,
-        # wrong for the chief's own disk (see modeldir.py). Built here, under the worker's device.
-        saver = tf.compat.v1.train.Saver(sharded=modeldir.shared(training.model_dir), max_to_keep=3)
-
+    missing = control_server.wait_until_up(task.peers, training.startup_timeout - (time.monotonic() - started))
+    if missing:
+        raise TaskFailed(f"{task.describe(missing)} did not come up within {training.startup_timeout} s "
+                         "(startupTimeoutSeconds): never registered with the chief")
+    trainer = _Trainer.build(task, files)
     watchdog = Watchdog(ending.watchdog_expired)
-    explain = (lambda: "") if control_server is None else (
-        lambda: f"not connected to the chief: {task.describe(gone)}"
-        if (gone := control_server.missing(task.peers)) else "")
-    hooks = [tf.compat.v1.train.StopAtStepHook(last_step=training.steps)]
-    if task.is_chief:
-        placement = _placement(task.num_ps)
-        report(events.PLACEMENT, partitioner=training.partitioner, bytes_per_ps=placement.bytes_per_ps,
-               max_over_mean=round(placement.max_over_mean, 3))
-        progress = _Progress(report, training, global_step, loss,
-                             lambda: watchdog.arm("a training step", training.startup_timeout, explain))
-        hooks += [
-            progress,
-            tf.compat.v1.train.CheckpointSaverHook(training.model_dir, save_steps=training.checkpoint_every,
-                                                   saver=saver,
-                                                   listeners=[_CheckpointReport(report, training.model_dir)]),
-        ]
-        creator = tf.compat.v1.train.ChiefSessionCreator(
-            scaffold=tf.compat.v1.train.Scaffold(saver=saver), master=server.target,
-            config=servers.session_config(task), checkpoint_dir=training.model_dir)
-    else:
-        creator = _QuickSessionCreator(tf.compat.v1.train.Scaffold(saver=saver), server.target,
-                                       servers.session_config(task),
-                                       max_wait_secs=absence_limit(task))
-
-    watchdog.arm("creating the session (reaching the PS)",
-                 max(training.startup_timeout - (time.monotonic() - started), 30.0), explain)
-    train_started, steps_run, last_loss = time.monotonic(), 0, float("nan")
-    with tf.compat.v1.train.MonitoredSession(session_creator=creator, hooks=hooks) as session:
-        report(events.UP, address=task.address, seconds=round(time.monotonic() - started, 1))
-        first = None
-        while not session.should_stop():
-            _, last_loss, step = session.run([train_op, loss, global_step])
-            first = step if first is None else first
-            steps_run += 1
-            if not task.is_chief:
-                watchdog.arm("a training step", training.startup_timeout, explain)
-    watchdog.disarm()
-    seconds = time.monotonic() - train_started
-
-    if not task.is_chief:
-        link.finished.set()
-        link.told_finished.wait(2 * control.HEARTBEAT + 1)
-        report(events.FINISHED, steps_run=steps_run, loss=round(float(last_loss), 5), seconds=round(seconds, 1))
-        return EXIT_OK
+    explain = _not_connected(task, control_server)
+    placement = _placement(task.num_ps)
+    report(events.PLACEMENT, partitioner=training.partitioner, bytes_per_ps=placement.bytes_per_ps,
+           max_over_mean=round(placement.max_over_mean, 3))
+    progress = _Progress(report, training, trainer.global_step, trainer.loss,
+                         lambda: watchdog.arm("a training step", training.startup_timeout, explain))
+    hooks = [
+        tf.compat.v1.train.StopAtStepHook(last_step=training.steps),
+        progress,
+        tf.compat.v1.train.CheckpointSaverHook(training.model_dir, save_steps=training.checkpoint_every,
+                                               saver=trainer.saver,
+                                               listeners=[_CheckpointReport(report, training.model_dir)]),
+    ]
+    creator = tf.compat.v1.train.ChiefSessionCreator(
+        scaffold=tf.compat.v1.train.Scaffold(saver=trainer.saver), master=server.target,
+        config=servers.session_config(task), checkpoint_dir=training.model_dir)
+    run = _train(task, report, trainer, creator, hooks, watchdog, explain, started)
 
     workers = [name for name in task.peers if name.startswith("worker:")]
     still_training = control_server.wait_until_finished(workers, training.startup_timeout)
     if still_training:
         report(events.NOTICE, message=f"{', '.join(still_training)} still training after "
                                       f"{training.startup_timeout} s; ending the job anyway")
-    final_step = getattr(progress, "final_step", int(step) if first is not None else 0)
-    rate = (final_step - int(first)) / seconds if first is not None and seconds > 0 else 0.0
+    final_step = getattr(progress, "final_step", int(run.last_step) if run.first_step is not None else 0)
+    ran = run.first_step is not None and run.seconds > 0
+    rate = (final_step - int(run.first_step)) / run.seconds if ran else 0.0
     modeldir.write_placement(training.model_dir, training.partitioner, task.cluster["ps"], placement)
     modeldir.write_finished(training.model_dir, task.job, final_step)
-    report(events.FINISHED, step=final_step, loss=round(float(last_loss), 5),
-           seconds=round(seconds, 1), steps_per_sec=round(rate, 2),
+    report(events.FINISHED, step=final_step, loss=round(float(run.last_loss), 5),
+           seconds=round(run.seconds, 1), steps_per_sec=round(rate, 2),
            examples_per_sec=round(rate * training.batch_size))
     control_server.finish(LINGER)
     return EXIT_OK
+
+
+def _run_worker(task: Task, report: events.Reporter, control_server: control.ChiefServer | None, started: float,
+                ending: Ending) -> int:
+    """A worker other than the chief: trains until the global step reaches `steps`, then tells the chief."""
+    training = task.training
+    files, server = _start(task, report)
+    link = ending.link()
+    link.start_in_background()
+    trainer = _Trainer.build(task, files)
+    watchdog = Watchdog(ending.watchdog_expired)
+    explain = _not_connected(task, control_server)
+    hooks = [tf.compat.v1.train.StopAtStepHook(last_step=training.steps)]
+    creator = _QuickSessionCreator(tf.compat.v1.train.Scaffold(saver=trainer.saver), server.target,
+                                   servers.session_config(task),
+                                   max_wait_secs=absence_limit(task))
+    run = _train(task, report, trainer, creator, hooks, watchdog, explain, started,
+                 after_step=lambda: watchdog.arm("a training step", training.startup_timeout, explain))
+    link.finished.set()
+    link.told_finished.wait(2 * control.HEARTBEAT + 1)
+    report(events.FINISHED, steps_run=run.steps_run, loss=round(float(run.last_loss), 5),
+           seconds=round(run.seconds, 1))
+    return EXIT_OK
+
+
+def _start(task: Task, report: events.Reporter) -> tuple[list[str], tf.distribute.Server]:
+    """The data files (checked before anything starts) and this task's TF server, serving."""
+    training = task.training
+    files = [] if training.data_format == "synthetic" else data.check_paths(training.data_paths)
+    tf.compat.v1.disable_eager_execution()
+    server = servers.start(task)
+    report(events.NOTICE, message=f"TF server serving at {task.address} (threads {task.intra_op}/{task.inter_op}, "
+                                  f"protocol {task.protocol})")
+    return files, server
+
+
+def _not_connected(task: Task, control_server: control.ChiefServer | None) -> Callable[[], str]:
+    """What the watchdog says when it fires: the tasks no longer connected to the chief, if this task knows."""
+    if control_server is None:
+        return lambda: ""
+
+    def explain() -> str:
+        gone = control_server.missing(task.peers)
+        return f"not connected to the chief: {task.describe(gone)}" if gone else ""
+    return explain
+
+
+@dataclass
+class _Trainer:
+    """The training graph every trainer builds, the chief's and the workers' alike."""
+
+    model: wide_deep.WideDeep
+    global_step: tf.Variable
+    loss: tf.Tensor
+    train_op: tf.Tensor  # one step: the update, then global_step + 1
+    saver: tf.compat.v1.train.Saver
+
+    @classmethod
+    def build(cls, task: Task, files: list[str]) -> _Trainer:
+        training = task.training
+        # Round-robin over the PS: a partitioned variable's N shards land on N different PS.
+        device_fn = tf.compat.v1.train.replica_device_setter(
+            cluster=tf.train.ClusterSpec(task.training_cluster), worker_device=f"/job:{task.role}/task:{task.index}")
+        model, global_step = _graph(task, files, device_fn)
+        with tf.compat.v1.device(device_fn):
+            if training.data_format == "synthetic":
+                dataset = data.synthetic(training.batch_size, training.vocabulary_size)
+            else:
+                dataset = data.from_files(training.data_format, files, training.batch_size, training.vocabulary_size)
+            features, labels = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+            loss = wide_deep.loss_of(model, features, labels)
+            variables = tf.compat.v1.trainable_variables()
+            optimizer = optimizers.Optimizer(training.optimizer, training.learning_rate)
+
+            def new_slot(variable, name, initial):
+                with tf.compat.v1.device(variable.device):  # the slot lives beside its variable, on its PS
+                    return tf.compat.v1.get_variable(
+                        f"{variable.op.name}/{name}", shape=variable.shape, dtype=variable.dtype, trainable=False,
+                        initializer=tf.compat.v1.constant_initializer(initial))
+            optimizer.build(variables, new_slot)
+            updates = optimizer.apply(zip(tf.compat.v1.gradients(loss, variables), variables), global_step)
+            with tf.control_dependencies(updates):
+                train_op = global_step.assign_add(1)
+            # Sharded saving makes each PS write its own variables: right for a shared filesystem,
+            # wrong for the chief's own disk (see modeldir.py). Built here, under the worker's device.
+            saver = tf.compat.v1.train.Saver(sharded=contract.is_shared_storage(training.model_dir), max_to_keep=3)
+        return cls(model, global_step, loss, train_op, saver)
+
+
+@dataclass
+class _Run:
+    steps_run: int
+    first_step: int | None  # the global step after this task's first step; None when it ran none
+    last_step: int | None
+    last_loss: float
+    seconds: float
+
+
+def _train(task: Task, report: events.Reporter, trainer: _Trainer, creator, hooks: list, watchdog: Watchdog,
+           explain: Callable[[], str], started: float, after_step: Callable[[], None] = lambda: None) -> _Run:
+    """Train in a MonitoredSession until a hook stops it (the global step reached `steps`)."""
+    training = task.training
+    watchdog.arm("creating the session (reaching the PS)",
+                 max(training.startup_timeout - (time.monotonic() - started), 30.0), explain)
+    train_started, steps_run, last_loss = time.monotonic(), 0, float("nan")
+    first = step = None
+    with tf.compat.v1.train.MonitoredSession(session_creator=creator, hooks=hooks) as session:
+        report(events.UP, address=task.address, seconds=round(time.monotonic() - started, 1))
+        while not session.should_stop():
+            _, last_loss, step = session.run([trainer.train_op, trainer.loss, trainer.global_step])
+            first = step if first is None else first
+            steps_run += 1
+            after_step()
+    watchdog.disarm()
+    return _Run(steps_run, first, step, last_loss, time.monotonic() - train_started)
 
 
 def run_evaluator(task: Task, report: events.Reporter, ending: Ending) -> int:
@@ -238,7 +303,7 @@ def run_evaluator(task: Task, report: events.Reporter, ending: Ending) -> int:
                                       EVAL_BATCHES)
     iterator = tf.compat.v1.data.make_initializable_iterator(batches)
     features, labels = iterator.get_next()
-    loss = model_lib.loss_of(model, features, labels)
+    loss = wide_deep.loss_of(model, features, labels)
     saver = tf.compat.v1.train.Saver(var_list=tf.compat.v1.global_variables())
     with tf.compat.v1.Session() as session:
         def score(path: str) -> tuple[int, float]:

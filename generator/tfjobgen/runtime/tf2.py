@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import tensorflow as tf
 
-from . import control, data, events, model as model_lib, modeldir, optimizers, sharding
+from ..variable_placement import sharding
+from . import control, data, events, modeldir, optimizers, wide_deep
 from .ending import Ending
 from .errors import EXIT_OK, TaskFailed
 from .settings import Task, Training
@@ -38,7 +39,7 @@ _KEEP_ALIVE: list = []  # see run_chief's end
 
 @dataclass
 class _Variables:
-    model: model_lib.WideDeep
+    model: wide_deep.WideDeep
     optimizer: optimizers.Optimizer
     step: tf.Variable  # the global step, on a PS
 
@@ -122,8 +123,8 @@ def run_chief(task: Task, report: events.Reporter, server: control.ChiefServer, 
 def _create_variables(strategy, training: Training) -> _Variables:
     """The model, its optimizer's slots and the global step, on the PS, as the strategy places them."""
     with strategy.scope():
-        model = model_lib.WideDeep(training.vocabulary_size, training.embedding_dim, training.hidden_units,
-                                   model_lib.tf2_variable)
+        model = wide_deep.WideDeep(training.vocabulary_size, training.embedding_dim, training.hidden_units,
+                                   wide_deep.tf2_variable)
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
         optimizer = optimizers.Optimizer(training.optimizer, training.learning_rate)
 
@@ -145,7 +146,7 @@ def _train_step(strategy, variables: _Variables):
     def train_step(iterator):
         def replica_step(features, labels):
             with tf.GradientTape() as tape:
-                loss = model_lib.loss_of(model, features, labels)
+                loss = wide_deep.loss_of(model, features, labels)
             trainable = model.trainable_variables
             optimizer.apply(zip(tape.gradient(loss, trainable), trainable), step)
             step.assign_add(1)
@@ -221,13 +222,13 @@ def run_evaluator(task: Task, report: events.Reporter, ending: Ending) -> int:
     link = ending.link()
     link.start_in_background()
     files = [] if training.data_format == "synthetic" else data.check_paths(training.data_paths)
-    model = model_lib.WideDeep(training.vocabulary_size, training.embedding_dim, training.hidden_units,
-                               model_lib.tf2_variable)
+    model = wide_deep.WideDeep(training.vocabulary_size, training.embedding_dim, training.hidden_units,
+                               wide_deep.tf2_variable)
     step = tf.Variable(0, dtype=tf.int64, trainable=False)
     checkpoint = tf.train.Checkpoint(model=model, step=step)
     batches = list(data.evaluation_batches(training.data_format, files, training.batch_size,
                                            training.vocabulary_size, EVAL_BATCHES))
-    evaluate = tf.function(lambda features, labels: model_lib.loss_of(model, features, labels))
+    evaluate = tf.function(lambda features, labels: wide_deep.loss_of(model, features, labels))
     report(events.UP, model_dir=training.model_dir)
 
     def score(path: str) -> tuple[int, float]:

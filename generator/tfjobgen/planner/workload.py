@@ -1,7 +1,7 @@
-"""The variables a job will create on its PS, from one of three sources, in creation order.
+"""A job's workload: the variables it will create on its PS, from one of three sources, in creation order.
 
-    spec.training   tfjobgen's runtime: runtime/variables.py's layout (the same list the
-                    runtime builds its model from), the job's batch size and optimizer
+    spec.training   tfjobgen's runtime: variable_placement/reference_model.py's list (the same
+                    list the runtime builds its model from), the job's batch size and optimizer
     spec.model      a program of your own: the variables it declares
     a checkpoint    a checkpoint or SavedModel, read with TensorFlow (the runtime extra)
 
@@ -13,17 +13,14 @@ only when called.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 
 from .. import model
 from ..problems import Problem
-from ..runtime import variables as layout
+from ..variable_placement import reference_model
+from ..variable_placement.round_robin import Variable, reference_variables
 
-DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
-               "int8": 1, "uint8": 1, "bool": 1, "uint16": 2, "uint32": 4, "uint64": 8, "complex64": 8,
-               "complex128": 16, "half": 2, "double": 8}
 ID_BYTES = 8  # an int64 id or row index sent with a lookup or a sparse update
 
 # Where the optimizer's arithmetic runs decides what crosses the network on each update:
@@ -36,30 +33,6 @@ class PlanError(Exception):
 
 
 @dataclass(frozen=True)
-class Variable:
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
-    trainable: bool
-    slots: int  # optimizer slots beside it on the same PS, each of its shape and dtype
-    lookups: int  # ids one worker step looks up in it; 0: a step reads it whole
-    ids: str = ""  # the input whose ids look it up, when tables share them ("": its own)
-
-    @property
-    def rows(self) -> int:
-        return self.shape[0] if self.shape else 1
-
-    @property
-    def row_bytes(self) -> int:
-        return math.prod(self.shape[1:]) * DTYPE_BYTES[self.dtype]
-
-    @property
-    def bytes(self) -> int:
-        """The value alone, without its slots."""
-        return self.rows * self.row_bytes
-
-
-@dataclass(frozen=True)
 class Workload:
     """What a job puts on its PS, and how it splits and updates it."""
 
@@ -67,20 +40,11 @@ class Workload:
     variables: tuple[Variable, ...]  # in creation order
     partitioner: str  # the one the job uses: auto | fixed | none
     min_shard_bytes: int
-    optimizer: str | None  # a runtime/variables.OPTIMIZERS name; None when unknown (a checkpoint)
+    optimizer: str | None  # a reference_model.OPTIMIZERS name; None when unknown (a checkpoint)
     rules_on: str  # RULES_ON_WORKER or RULES_ON_PS
     field: str  # the intent field that holds these settings: spec.training or spec.model
     order_known: bool = True  # False for a checkpoint: it lists variables by name
     id_skew: float = 1.0  # lookups hit row floor(rows x u ** id_skew), u uniform: 1 is uniform over the rows
-
-
-def reference_variables(api: str, optimizer: str, batch_size: int, vocabulary: int, embedding_dim: int,
-                        hidden_units: tuple[int, ...]) -> tuple[Variable, ...]:
-    """The reference model's variables as the runtime creates them (the runtime's PS count their bytes)."""
-    slots = len(layout.SLOTS[optimizer])
-    return tuple(Variable(v.name, v.shape, v.dtype, v.trainable, slots if v.trainable else 0,
-                          v.lookups_per_example * batch_size, v.ids)
-                 for v in layout.created_variables(api, vocabulary, embedding_dim, hidden_units))
 
 
 def from_training(job: model.TrainingJob) -> Workload:
@@ -89,14 +53,14 @@ def from_training(job: model.TrainingJob) -> Workload:
     found = reference_variables(job.api, training["optimizer"], training["batchSize"], shape["vocabularySize"],
                                 shape["embeddingDim"], tuple(shape["hiddenUnits"]))
     # Synthetic ids follow the runtime's own rule; the ids of files are unknown here, so taken as uniform.
-    skew = layout.ID_SKEW if training["data"]["format"] == "synthetic" else 1.0
+    skew = reference_model.ID_SKEW if training["data"]["format"] == "synthetic" else 1.0
     return Workload("spec.training (tfjobgen's runtime)", found, training["partitioner"], training["minShardBytes"],
                     training["optimizer"], RULES_ON_WORKER, "spec.training", id_skew=skew)
 
 
 def from_declared(declared: model.DeclaredModel) -> Workload:
     """spec.model: the variables a program of your own declares."""
-    slots = len(layout.SLOTS[declared.optimizer])
+    slots = len(reference_model.SLOTS[declared.optimizer])
     found = tuple(Variable(v.name, v.shape, v.dtype, v.trainable, slots if v.trainable else 0,
                            v.lookups_per_step or 0) for v in declared.variables)
     return Workload("spec.model (declared)", found, declared.partitioner, declared.min_shard_bytes,

@@ -14,21 +14,59 @@ variable, or per shard of a partitioned variable:
 
 A partitioned variable is split along its first axis, and the first
 rows % shards shards are one row longer ("div"). Which variables are split,
-and into how many shards, is runtime/sharding.py's rule, the one the runtime
+and into how many shards, is sharding.py's rule, the one the runtime
 hands TensorFlow. Slots have their variable's shape and dtype, so a PS holds
 (1 + slots) x the bytes of each shard placed on it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
 
-from ..runtime import sharding
-from .variables import Variable
+from . import reference_model, sharding
 
 PARTITIONERS = ("none", "fixed", "auto")  # the order tables list them in
+DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
+               "int8": 1, "uint8": 1, "bool": 1, "uint16": 2, "uint32": 4, "uint64": 8, "complex64": 8,
+               "complex128": 16, "half": 2, "double": 8}
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A variable as its PS holds it: its value and its optimizer slots."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    trainable: bool
+    slots: int  # optimizer slots beside it on the same PS, each of its shape and dtype
+    lookups: int  # ids one worker step looks up in it; 0: a step reads it whole
+    ids: str = ""  # the input whose ids look it up, when tables share them ("": its own)
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0] if self.shape else 1
+
+    @property
+    def row_bytes(self) -> int:
+        return math.prod(self.shape[1:]) * DTYPE_BYTES[self.dtype]
+
+    @property
+    def bytes(self) -> int:
+        """The value alone, without its slots."""
+        return self.rows * self.row_bytes
+
+
+def reference_variables(api: str, optimizer: str, batch_size: int, vocabulary: int, embedding_dim: int,
+                        hidden_units: tuple[int, ...]) -> tuple[Variable, ...]:
+    """The reference model's variables as the runtime creates them (the runtime's PS count their bytes)."""
+    slots = len(reference_model.SLOTS[optimizer])
+    return tuple(Variable(v.name, v.shape, v.dtype, v.trainable, slots if v.trainable else 0,
+                          v.lookups_per_example * batch_size, v.ids)
+                 for v in reference_model.created_variables(api, vocabulary, embedding_dim, hidden_units))
 
 
 @dataclass(frozen=True)
@@ -51,7 +89,7 @@ class Shard:
 
 
 @dataclass(frozen=True)
-class Layout:
+class ShardLayout:
     """Every shard's PS under one partitioner."""
 
     partitioner: str
@@ -88,7 +126,7 @@ class Layout:
 
 
 def place(variables: tuple[Variable, ...], num_ps: int, shards_of: Callable[[Variable], int],
-          partitioner: str) -> Layout:
+          partitioner: str) -> ShardLayout:
     """Round-robin in creation order, each variable split into shards_of(variable) shards."""
     placed, count = [], 0
     for variable in variables:
@@ -98,17 +136,17 @@ def place(variables: tuple[Variable, ...], num_ps: int, shards_of: Callable[[Var
             placed.append(Shard(variable, part, parts, rows, count % num_ps, first))
             count += 1
             first += rows
-    return Layout(partitioner, num_ps, tuple(placed))
+    return ShardLayout(partitioner, num_ps, tuple(placed))
 
 
-def layout(variables: tuple[Variable, ...], num_ps: int, partitioner: str, min_shard_bytes: int) -> Layout:
-    """Placement under one of the runtime's partitioners (runtime/sharding.py decides the shard counts)."""
+def layout(variables: tuple[Variable, ...], num_ps: int, partitioner: str, min_shard_bytes: int) -> ShardLayout:
+    """Placement under one of the runtime's partitioners (sharding.py decides the shard counts)."""
     return place(variables, num_ps, lambda v: sharding.shard_count(v.rows, v.row_bytes, partitioner, num_ps,
                                                                    min_shard_bytes), partitioner)
 
 
 def shards_to_balance(variables: tuple[Variable, ...], num_ps: int, min_shard_bytes: int,
-                      limit: int | None = None) -> tuple[int, Layout] | None:
+                      limit: int | None = None) -> tuple[int, ShardLayout] | None:
     """The fewest shards per variable of at least min_shard_bytes that bring max/mean to BALANCE_GOAL,
     with that layout; None when no count up to `limit` (default 4 x num_ps) does."""
     for shards in range(1, (limit or 4 * num_ps) + 1):

@@ -1,8 +1,8 @@
 """What the reference model creates on the PS, as plain data: every variable in creation order, every slot.
 
-The runtime builds its model from this list (model.py) and its optimizers'
-slots from SLOTS (optimizers.py); `tfjobgen plan` predicts bytes per PS from
-the very same list without importing TensorFlow. So a change to the model's
+The runtime builds its model from this list (runtime/wide_deep.py) and its optimizers'
+slots from SLOTS (runtime/optimizers.py); `tfjobgen plan` predicts bytes per PS from
+the very same list (round_robin.reference_variables) without importing TensorFlow. So a change to the model's
 shape or to an optimizer's slots changes the runtime and the prediction
 together.
 
@@ -47,7 +47,9 @@ UPDATE_ROWS: dict[str, dict[str, tuple[int, int]]] = {
 
 
 @dataclass(frozen=True)
-class Variable:
+class ReferenceVariable:
+    """A variable of the reference model, as the runtime creates it (round_robin.Variable: as a PS holds it)."""
+
     name: str
     shape: tuple[int, ...]
     dtype: str  # a TensorFlow dtype name: float32, int64, ...
@@ -57,26 +59,27 @@ class Variable:
     ids: str = ""  # the input whose ids it is looked up by: tables read by the same ids share them
 
 
-GLOBAL_STEP = Variable("global_step", (), "int64", trainable=False)
+GLOBAL_STEP = ReferenceVariable("global_step", (), "int64", trainable=False)
 
 
-def model_variables(vocabulary: int, embedding_dim: int, hidden_units: tuple[int, ...]) -> tuple[Variable, ...]:
+def model_variables(vocabulary: int, embedding_dim: int,
+                    hidden_units: tuple[int, ...]) -> tuple[ReferenceVariable, ...]:
     """The wide & deep model's variables, in the order the runtime creates them."""
-    found = [Variable("embedding", (vocabulary, embedding_dim), "float32", init="uniform",
-                      lookups_per_example=FIELDS, ids="ids"),
-             Variable("wide", (vocabulary, 1), "float32", lookups_per_example=FIELDS, ids="ids")]
+    found = [ReferenceVariable("embedding", (vocabulary, embedding_dim), "float32", init="uniform",
+                               lookups_per_example=FIELDS, ids="ids"),
+             ReferenceVariable("wide", (vocabulary, 1), "float32", lookups_per_example=FIELDS, ids="ids")]
     width = FIELDS * embedding_dim + DENSE
     for i, units in enumerate(hidden_units):
-        found += [Variable(f"hidden_{i}/kernel", (width, units), "float32", init="he_normal"),
-                  Variable(f"hidden_{i}/bias", (units,), "float32")]
+        found += [ReferenceVariable(f"hidden_{i}/kernel", (width, units), "float32", init="he_normal"),
+                  ReferenceVariable(f"hidden_{i}/bias", (units,), "float32")]
         width = units
-    found += [Variable("output/kernel", (width, 1), "float32", init="he_normal"),
-              Variable("output/bias", (1,), "float32")]
+    found += [ReferenceVariable("output/kernel", (width, 1), "float32", init="he_normal"),
+              ReferenceVariable("output/bias", (1,), "float32")]
     return tuple(found)
 
 
 def created_variables(api: str, vocabulary: int, embedding_dim: int,
-                      hidden_units: tuple[int, ...]) -> tuple[Variable, ...]:
+                      hidden_units: tuple[int, ...]) -> tuple[ReferenceVariable, ...]:
     """Every variable the chief places on the PS, in creation order: the global step first under
     tf1 (get_or_create_global_step comes before the model), last under tf2."""
     model = model_variables(vocabulary, embedding_dim, hidden_units)

@@ -19,8 +19,8 @@ from typing import Callable
 
 import tensorflow as tf
 
-from . import variables
-from .variables import FIELDS
+from ..variable_placement import reference_model
+from ..variable_placement.reference_model import FIELDS
 
 Initializer = Callable[[tuple], tf.Tensor]  # shape of the (partition of the) variable -> initial value
 
@@ -57,8 +57,8 @@ def tf1_variable(name: str, shape: tuple, initializer: Initializer):
         initializer=lambda shape, dtype=None, partition_info=None: initializer(tuple(shape)))
 
 
-def initializer(variable: variables.Variable) -> Initializer:
-    """The initial value of a variable of the layout (variables.py)."""
+def initializer(variable: reference_model.ReferenceVariable) -> Initializer:
+    """The initial value of a variable of the reference model (variable_placement/reference_model.py)."""
     if variable.init == "uniform":
         return uniform(0.05)
     if variable.init == "he_normal":
@@ -71,9 +71,9 @@ class WideDeep(tf.Module):
                  new_variable: Callable[[str, tuple, Initializer], object]):
         super().__init__(name="wide_deep")
         self.embedding_dim = embedding_dim
-        # Created in the layout's order: round-robin placement on the PS follows it.
+        # Created in the reference model's order: round-robin placement on the PS follows it.
         made = {v.name: new_variable(v.name, v.shape, initializer(v))
-                for v in variables.model_variables(vocabulary, embedding_dim, hidden_units)}
+                for v in reference_model.model_variables(vocabulary, embedding_dim, hidden_units)}
         self.embedding, self.wide = made["embedding"], made["wide"]
         self.tower = [(made[f"hidden_{i}/kernel"], made[f"hidden_{i}/bias"]) for i in range(len(hidden_units))]
         self.output_kernel, self.output_bias = made["output/kernel"], made["output/bias"]
