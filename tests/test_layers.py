@@ -31,12 +31,6 @@ EXCEPTIONS = {
     # The runtime checks TFJOBGEN_TRAINING against the schema, the single source of spec.training's fields
     # and defaults (imported lazily, with jsonschema, once per task).
     ("tfjobgen.runtime.settings", "tfjobgen.schema"),
-    # The add-ons under the backends: monitoring.py takes the shared object metadata from backends/common.py,
-    # and tensorboard.py imports it lazily to dodge the cycle, because every backend calls the add-ons.
-    # Issue 20, code health, first point: pipeline.render adds each add-on's objects to the backend's, the
-    # shared metadata moves one layer down, and both go.
-    ("tfjobgen.monitoring", "tfjobgen.backends.common"),
-    ("tfjobgen.tensorboard", "tfjobgen.backends.common"),
 }
 
 

@@ -15,8 +15,7 @@ the Job controller gives every task's pod (names.pods_pattern).
 
 from __future__ import annotations
 
-from . import contract, dashboard, labels, names, tensorboard
-from .backends import common
+from . import contract, dashboard, labels, metadata, names, tensorboard
 from .plan import JobPlan
 
 API_VERSION = "monitoring.coreos.com/v1"
@@ -36,7 +35,7 @@ def objects(plan: JobPlan) -> list[dict]:
 
 
 def _metadata(plan: JobPlan, name: str, extra: dict, namespace: str | None = None) -> dict:
-    meta = common.metadata(plan, name, {**labels.recommended(plan.job, "monitoring"), **extra})
+    meta = metadata.of(plan.job, name, {**labels.recommended(plan.job, "monitoring"), **extra})
     if namespace:
         meta["namespace"] = namespace
     return meta

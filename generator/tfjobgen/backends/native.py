@@ -21,7 +21,7 @@ No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
 
 from __future__ import annotations
 
-from .. import gang, labels, lifecycle, monitoring, names, pods
+from .. import gang, labels, lifecycle, metadata, monitoring, names, pods
 from ..model import TrainingJob
 from ..naming import Naming
 from ..plan import JobPlan, RolePlan
@@ -52,7 +52,7 @@ def _job(plan: JobPlan, name: str, role: str, template: dict, completions: int, 
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": common.metadata(plan, name, {**labels.for_role(plan.job, role), **gang.workload_labels(plan)}),
+        "metadata": metadata.of(plan.job, name, {**labels.for_role(plan.job, role), **gang.workload_labels(plan)}),
         "spec": spec,
     }
 
