@@ -4,7 +4,8 @@
       name          spec.backend's value
       naming        what its controller calls each pod (the plan writes TF_CONFIG from it)
       check         what it cannot express, as problems (a topology it has no encoding for)
-      encode        JobPlan -> objects: what `kustomize build` emits for the job
+      encode        JobPlan -> the objects that run the job (the pipeline's render step adds the
+                    add-ons' after them: monitoring, TensorBoard; no backend knows those)
       decode        objects -> DecodedJob per job it finds: each task as the pod its
                     controller would create, env resolved as the kubelet would, and
                     the other objects that controller creates (Services)

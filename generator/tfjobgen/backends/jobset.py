@@ -42,7 +42,7 @@ which one Indexed child Job per role cannot hold: `check` refuses it, and a prof
 from __future__ import annotations
 
 
-from .. import gang, labels, lifecycle, monitoring, names, pods
+from .. import gang, labels, lifecycle, names, pods
 from ..model import TrainingJob
 from ..naming import Naming
 from ..plan import JobPlan, RolePlan
@@ -134,7 +134,7 @@ def encode(plan: JobPlan) -> list[dict]:
             "successPolicy": {"operator": "All", "targetReplicatedJobs": [leader(job)]},
         },
     }
-    return [common.config_map(plan), common.network_policy(plan), jobset] + gang.objects(plan) + monitoring.objects(plan)
+    return [common.config_map(plan), common.network_policy(plan), jobset] + gang.objects(plan)
 
 
 # ---- reading back: JobSet's controller, then the Job controller --------------------------

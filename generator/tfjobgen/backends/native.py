@@ -21,7 +21,7 @@ No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
 
 from __future__ import annotations
 
-from .. import gang, labels, lifecycle, metadata, monitoring, names, pods
+from .. import gang, labels, lifecycle, metadata, names, pods
 from ..model import TrainingJob
 from ..naming import Naming
 from ..plan import JobPlan, RolePlan
@@ -70,7 +70,7 @@ def encode(plan: JobPlan) -> list[dict]:
     objects = [common.service(plan), common.config_map(plan), common.network_policy(plan)]
     for role in plan.roles:
         objects += _role_jobs(plan, role)
-    return objects + gang.objects(plan) + monitoring.objects(plan)
+    return objects + gang.objects(plan)
 
 
 def decode(objects: list[dict]) -> list[DecodedJob]:

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 
-from .. import contract, gang, lifecycle, monitoring, names, pods
+from .. import contract, gang, lifecycle, names, pods
 from ..lifecycle import Lifecycle
 from ..model import TrainingJob
 from ..naming import Naming
@@ -134,7 +134,7 @@ def encode(plan: JobPlan) -> list[dict]:
             "tfReplicaSpecs": {REPLICA_TYPES[role.role]: _replica_spec(role) for role in plan.roles},
         },
     }
-    return [common.config_map(plan), common.network_policy(plan), tfjob] + monitoring.objects(plan)
+    return [common.config_map(plan), common.network_policy(plan), tfjob]
 
 
 # ---- reading back: the operator ---------------------------------------------------------
