@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from . import labels, quantity, topology
+from . import labels, metadata, quantity, topology
 from .model import TrainingJob
 from .problems import WARNING, Problem
 from .profile import ClusterProfile
@@ -145,13 +145,13 @@ def objects(plan) -> list[dict]:
     resources = min_resources(plan)
     if resources:
         spec["minResources"] = resources
-    meta = {"labels": labels.recommended(job, "cluster"), "name": group_name(job), "namespace": job.namespace}
+    meta = metadata.of(job, group_name(job), labels.recommended(job, "cluster"))
     if chosen == "volcano":
         api = VOLCANO_API
         if plan.profile.gang.queue:
             spec["queue"] = plan.profile.gang.queue
         if topology.groups_by_scheduler(job, plan.profile):
-            meta["annotations"] = task_topology(job)
+            meta["annotations"] = {**meta.get("annotations", {}), **task_topology(job)}
     else:
         api = COSCHEDULING_API
         spec["scheduleTimeoutSeconds"] = plan.profile.gang.schedule_timeout_seconds
