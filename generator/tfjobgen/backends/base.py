@@ -21,7 +21,7 @@ from typing import Callable
 
 from ..lifecycle import Lifecycle
 from ..model import TrainingJob
-from ..naming import Naming
+from ..names import Naming
 from ..pods import Pod
 from ..problems import Problem
 from ..profile import ClusterProfile
@@ -61,5 +61,5 @@ class Backend:
     name: str
     naming: Naming
     check: Callable[[TrainingJob, ClusterProfile], list[Problem]]
-    encode: Callable[["JobPlan"], list[dict]]  # noqa: F821 - plan.JobPlan (plan imports naming, not backends)
+    encode: Callable[["JobPlan"], list[dict]]  # noqa: F821 - plan.JobPlan (plan imports names, not backends)
     decode: Callable[[list[dict]], list[DecodedJob]]

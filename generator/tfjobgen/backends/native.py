@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from .. import gang, labels, lifecycle, metadata, names, pods
 from ..model import TrainingJob
-from ..naming import Naming
+from ..names import Naming
 from ..plan import JobPlan, RolePlan
 from ..problems import Problem
 from ..profile import ClusterProfile

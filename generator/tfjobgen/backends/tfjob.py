@@ -50,7 +50,7 @@ import json
 from .. import contract, gang, lifecycle, names, pods
 from ..lifecycle import Lifecycle
 from ..model import TrainingJob
-from ..naming import Naming
+from ..names import Naming
 from ..plan import JobPlan, RolePlan
 from ..problems import WARNING, Problem
 from ..profile import ClusterProfile
