@@ -15,8 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import (backends, container, intents, labels, lifecycle, limits, model, monitoring, names, plan, qos, schema,
-               source, tensorboard, topology, tuning)
+from . import (backends, container, gang, intents, labels, lifecycle, limits, model, monitoring, names, plan, qos,
+               schema, source, tensorboard, topology, tuning)
 from . import profile as profile_rules
 from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND
@@ -184,6 +184,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
         problems += workload.check(job)
     for check in (qos.check, topology.check, tuning.check, lifecycle.check, tensorboard.check, backend.check):
         problems += check(job, profile)
+    problems += gang.check(job, profile, backend.one_object)
     if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right
         problems += limits.check(job, profile, backend.naming)
         if profile.node_count is not None or any(p.node_count is not None for p in profile.node_pools.values()):

@@ -9,6 +9,8 @@
       decode        objects -> DecodedJob per job it finds: each task as the pod its
                     controller would create, env resolved as the kubelet would, and
                     the other objects that controller creates (Services)
+      one_object    whether one object carries the whole job: what a gang scheduler that
+                    admits objects (Kueue) needs to know of it (gang.py)
 
 `summary`, `diff`, `run-local` and the tests read rendered objects only through
 `decode`, so they work for every backend alike.
@@ -63,3 +65,7 @@ class Backend:
     check: Callable[[TrainingJob, ClusterProfile], list[Problem]]
     encode: Callable[["JobPlan"], list[dict]]  # noqa: F821 - plan.JobPlan (plan imports names, not backends)
     decode: Callable[[list[dict]], list[DecodedJob]]
+    # True when one object carries the whole job, a part per role (a JobSet's replicatedJobs, a TFJob's replica
+    # types): Kueue admits it whole, as one Workload with a PodSet per role. False when the job is several
+    # objects (batch/v1 Jobs), each of which Kueue admits on its own, so that its parts may wait for each other.
+    one_object: bool

@@ -98,7 +98,7 @@ def leader(job: TrainingJob) -> str:
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     problems = common.one_template_per_role(job, profile, "a JobSet (a replicatedJob of one Indexed Job per role)")
-    return problems + gang.check(job, profile, NAME)  # the length of its pods' hosts: names.check
+    return problems  # the length of its pods' hosts: names.check
 
 
 def _replicated_job(plan: JobPlan, role: RolePlan) -> dict:
@@ -211,5 +211,5 @@ def _service(jobset: dict) -> dict:
                      "selector": {JOBSET_NAME: meta["name"]}}}
 
 
-BACKEND = Backend(NAME, NAMING, check, encode, decode)
+BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=True)
 

@@ -106,7 +106,7 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
             "the TFJob operator fails a whole TFJob when one of its pods is preempted or evicted (it counts the "
             "deleted pod as failed; seen on v1.9.4): backend jobset or native gives that task a new pod instead",
             "spec.backend", severity=WARNING))
-    return problems + gang.check(job, profile, NAME)
+    return problems
 
 
 def run_policy(plan: JobPlan) -> dict:
@@ -226,4 +226,4 @@ def _service(pod: pods.Pod) -> dict:
                                for p in ports]}}
 
 
-BACKEND = Backend(NAME, NAMING, check, encode, decode)
+BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=True)
