@@ -53,10 +53,20 @@ KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_MAX_POD_SETS = 18  # Workload.spec.podSets maxItems (kueue.x-k8s.io CRD)
 KUEUE_JOB_POD_SET = "main"  # the one PodSet of the Workload Kueue makes of a batch/v1 Job
 
+# The gang schedulers that admit a job through a PodGroup (ours on native and jobset, the TFJob operator's
+# on tfjob); kueue admits through its own Workload, and none admits pods one by one.
+POD_GROUP_SCHEDULERS = ("volcano", "scheduler-plugins")
+
 
 def scheduler(plan) -> str:
     """The plan's profile's gang scheduler: none, volcano, scheduler-plugins or kueue."""
     return plan.profile.gang.scheduler
+
+
+def pod_group_scheduler(plan) -> str | None:
+    """The plan's gang scheduler when it admits the job through a PodGroup (POD_GROUP_SCHEDULERS), else None."""
+    chosen = scheduler(plan)
+    return chosen if chosen in POD_GROUP_SCHEDULERS else None
 
 
 def pod_sets(job: TrainingJob, one_object: bool) -> int:
@@ -93,8 +103,8 @@ def group_name(job: TrainingJob) -> str:
 
 def pod_template(plan, template: dict) -> dict:
     """A copy of `template` with what the gang scheduler needs on every pod (itself when none)."""
-    chosen = scheduler(plan)
-    if chosen not in ("volcano", "scheduler-plugins"):
+    chosen = pod_group_scheduler(plan)
+    if chosen is None:
         return template
     meta = dict(template.get("metadata", {}))
     if chosen == "volcano":
@@ -135,21 +145,22 @@ def min_resources(plan) -> dict[str, str]:
 
 def scheduling_policy(plan) -> dict | None:
     """A TFJob's runPolicy.schedulingPolicy: what the operator makes its PodGroup from (None: no gang)."""
-    if scheduler(plan) not in ("volcano", "scheduler-plugins"):
+    chosen = pod_group_scheduler(plan)
+    if chosen is None:
         return None
     policy: dict = {"minAvailable": len(plan.tasks), "scheduleTimeoutSeconds": plan.profile.gang.schedule_timeout_seconds}
     resources = min_resources(plan)
     if resources:
         policy["minResources"] = resources
-    if scheduler(plan) == "volcano" and plan.profile.gang.queue:
+    if chosen == "volcano" and plan.profile.gang.queue:
         policy["queue"] = plan.profile.gang.queue
     return policy
 
 
 def objects(plan) -> list[dict]:
     """The PodGroup of a job on native or jobset (none for kueue or no gang)."""
-    chosen, job = scheduler(plan), plan.job
-    if chosen not in ("volcano", "scheduler-plugins"):
+    chosen, job = pod_group_scheduler(plan), plan.job
+    if chosen is None:
         return []
     spec: dict = {"minMember": len(plan.tasks)}
     resources = min_resources(plan)
