@@ -310,6 +310,16 @@ def test_tfjob_leaves_the_podgroup_to_the_operator():
                       "queue": "training", "scheduleTimeoutSeconds": 600}
 
 
+@pytest.mark.parametrize("scheduler", ("volcano", "scheduler-plugins"))
+def test_the_podgroup_carries_the_intents_annotations_as_every_other_object_does(scheduler):
+    data = json.loads(json.dumps(SMALL))
+    data["metadata"]["annotations"] = {"team.example.com/owner": "ranking", "config.kubernetes.io/index": "0"}
+    expansion = pipeline.expand([pipeline.Intent(data, "small.yaml")], profile(scheduler))
+    assert "PodGroup" in {o["kind"] for o in expansion.objects[0]}
+    for obj in expansion.objects[0]:
+        assert obj["metadata"]["annotations"] == {"team.example.com/owner": "ranking"}, obj["kind"]
+
+
 def test_kueue_labels_the_workload_object_only_and_warns_on_native():
     for backend, kind in (("jobset", "JobSet"), ("tfjob", "TFJob")):
         expansion = expand(JOBS / "wide-deep.yaml", backend, profile("kueue"))
@@ -335,7 +345,9 @@ def test_colocated_groups_placed_by_volcano_carry_task_topology_instead_of_affin
     """Every pod of group g is task group-g and has no affinity rule; the PodGroup makes each group attract
     itself and repel the others, so Volcano's task-topology buckets are exactly the job's groups."""
     chosen = profile("volcano", colocatedGroups="scheduler")
-    expansion = expand(JOBS / "scene1-case2.yaml", "native", chosen)
+    intent = example(JOBS / "scene1-case2.yaml", backend="native")
+    intent.data["metadata"]["annotations"] = {"team.example.com/owner": "ranking"}
+    expansion = pipeline.expand([intent], chosen)
     assert expansion.ok, expansion.problems
     assert not [p for p in expansion.problems if "PriorityClass" in p.message], "no preemption to ask for"
     objects = expansion.objects[0]
@@ -351,6 +363,7 @@ def test_colocated_groups_placed_by_volcano_carry_task_topology_instead_of_affin
     assert all(sum(p.labels["tfjobgen.dev/role"] == "ps" for p in pods) == 1 for pods in tasks.values())
     assert annotations[gang.VOLCANO_AFFINITY_ANNOTATION].split(";") == sorted(tasks)
     assert sorted(annotations[gang.VOLCANO_ANTI_AFFINITY_ANNOTATION].split(",")) == sorted(tasks)
+    assert annotations["team.example.com/owner"] == "ranking", "the intent's own, as on every object"
     spread = expand(JOBS / "wide-deep.yaml", "native", chosen).objects[0]
     assert "annotations" not in _only(spread, "PodGroup")["metadata"], "only colocated jobs have groups"
 

@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from conftest import REPO
 from jobs import JOB_FILES, example
 from tfjobgen import backends, contract, describe, pipeline, plan
 from tfjobgen.problems import has_errors
@@ -106,3 +107,23 @@ def test_decode_ignores_objects_of_no_job_and_keeps_jobs_apart():
     assert [(job.namespace, job.name) for job in decoded] == \
         sorted((p.job.namespace, p.job.name) for _, p, _ in cases)
     assert sum(len(job.pods) for job in decoded) == sum(len(p.tasks) for _, p, _ in cases)
+
+
+def test_the_add_ons_are_the_pipelines_and_the_same_on_every_backend():
+    """Monitoring and TensorBoard come from the render step, after the backend's objects: no backend's
+    encode emits them, and every backend's job gets the same ones."""
+    golden = REPO / "tests" / "golden" / "gpu-monitoring"  # monitoring on, a TensorBoard
+    profile = pipeline.load_profile(str(golden / "profile.yaml"))
+    added = {}
+    for backend in sorted(backends.BACKENDS):
+        job, problems = pipeline.validate(example(golden / "job.yaml", backend=backend), profile)
+        assert job is not None, problems
+        chosen = backends.get(backend)
+        encoded = chosen.encode(plan.build(job, profile, chosen.naming))
+        rendered = pipeline.render(job, profile)
+        assert rendered[:len(encoded)] == encoded, backend
+        added[backend] = rendered[len(encoded):]
+        assert not {o["kind"] for o in encoded} & {"PodMonitor", "PrometheusRule", "Deployment"}, backend
+    kinds = [o["kind"] for o in added["native"]]
+    assert kinds == ["Deployment", "Service", "NetworkPolicy", "PodMonitor", "PrometheusRule"]
+    assert added["jobset"] == added["native"] == added["tfjob"]

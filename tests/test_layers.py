@@ -4,7 +4,8 @@ kopf checks its layers with import-linter; this reads the same edges with ast an
 dependency: `import tfjobgen.x`, `from .x import y`, `from . import x`, at the top of a module
 and inside functions (a lazy import is still an edge). Each layer may import its own modules
 and the layers the table lists; EXCEPTIONS are the imports that break it today, each with why
-and what will remove it.
+and what will remove it. Beside the layers, one more seam read the same way: only backends/
+branches on a backend's name.
 """
 
 from __future__ import annotations
@@ -31,12 +32,6 @@ EXCEPTIONS = {
     # The runtime checks TFJOBGEN_TRAINING against the schema, the single source of spec.training's fields
     # and defaults (imported lazily, with jsonschema, once per task).
     ("tfjobgen.runtime.settings", "tfjobgen.schema"),
-    # The add-ons under the backends: monitoring.py takes the shared object metadata from backends/common.py,
-    # and tensorboard.py imports it lazily to dodge the cycle, because every backend calls the add-ons.
-    # Issue 20, code health, first point: pipeline.render adds each add-on's objects to the backend's, the
-    # shared metadata moves one layer down, and both go.
-    ("tfjobgen.monitoring", "tfjobgen.backends.common"),
-    ("tfjobgen.tensorboard", "tfjobgen.backends.common"),
 }
 
 
@@ -128,3 +123,22 @@ def test_the_check_sees_lazy_and_relative_imports():
     assert {"tfjobgen.planner.workload", "tfjobgen.backends", "tfjobgen.profile"} <= imported
     assert layer_of("tfjobgen.runtime.tf1", layers()) == "runtime"
     assert layer_of("tfjobgen.qos", layers()) == "concerns"
+
+
+def test_no_module_outside_the_backends_branches_on_a_backends_name():
+    """Adding a backend is its module and a line in backends.BACKENDS: no other module compares anything with
+    a backend's name. What the rest needs to know of a backend is on its Backend (Kueue: one_object)."""
+    from tfjobgen.backends import BACKENDS
+
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "backends":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in (node.left, *node.comparators):
+                values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                if any(isinstance(v, ast.Constant) and v.value in BACKENDS for v in values):
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"backend names compared outside backends/: {found}"

@@ -12,7 +12,7 @@ import re
 
 from . import contract
 from .model import TrainingJob
-from .naming import Naming
+from .names import Naming
 from .problems import Problem
 from .profile import ClusterProfile
 

@@ -22,12 +22,13 @@ nothing" its own way:
   (one PodSet per replicatedJob) or a TFJob (one per replica type) into one Workload and
   admits it whole. A batch/v1 Job is a Workload of its own, so on native Kueue admits the
   PS Job and the worker Job separately: no gang, and `check` warns. A Workload holds at
-  most 18 PodSets (the CRD's maxItems); our jobs have at most 4 roles.
+  most 18 PodSets (the CRD's maxItems); our jobs have at most 4 roles. Which of these a
+  job is, its backend says (Backend.one_object): nothing here branches on a backend's name.
 - tfjob: the TFJob operator creates the PodGroup itself from runPolicy.schedulingPolicy
   when it runs with --gang-scheduler-name (volcano, or a scheduler-plugins scheduler);
   tfjob.py writes that policy instead of our own PodGroup.
 
-Pure functions of the plan; the backends call them.
+Pure functions of the plan; the backends call them, and the pipeline calls `check`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from . import labels, quantity, topology
+from . import labels, metadata, quantity, topology
 from .model import TrainingJob
 from .problems import WARNING, Problem
 from .profile import ClusterProfile
@@ -50,6 +51,11 @@ VOLCANO_AFFINITY_ANNOTATION = "volcano.sh/task-topology-affinity"
 VOLCANO_ANTI_AFFINITY_ANNOTATION = "volcano.sh/task-topology-anti-affinity"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_MAX_POD_SETS = 18  # Workload.spec.podSets maxItems (kueue.x-k8s.io CRD)
+KUEUE_JOB_POD_SET = "main"  # the one PodSet of the Workload Kueue makes of a batch/v1 Job
+
+# The gang schedulers that admit a job through a PodGroup (ours on native and jobset, the TFJob operator's
+# on tfjob); kueue admits through its own Workload, and none admits pods one by one.
+POD_GROUP_SCHEDULERS = ("volcano", "scheduler-plugins")
 
 
 def scheduler(plan) -> str:
@@ -57,23 +63,37 @@ def scheduler(plan) -> str:
     return plan.profile.gang.scheduler
 
 
-def pod_sets(job: TrainingJob, backend: str) -> int:
-    """How many PodSets Kueue's Workload for this job holds (one per role on jobset and tfjob)."""
-    return len(job.roles) if backend in ("jobset", "tfjob") else 1
+def pod_group_scheduler(plan) -> str | None:
+    """The plan's gang scheduler when it admits the job through a PodGroup (POD_GROUP_SCHEDULERS), else None."""
+    chosen = scheduler(plan)
+    return chosen if chosen in POD_GROUP_SCHEDULERS else None
 
 
-def check(job: TrainingJob, profile: ClusterProfile, backend: str) -> list[Problem]:
+def pod_sets(job: TrainingJob, one_object: bool) -> int:
+    """How many PodSets the Workload Kueue admits the job's pods through holds: one per role when one object
+    carries the whole job (Backend.one_object), else a batch/v1 Job's one."""
+    return len(job.roles) if one_object else 1
+
+
+def pod_set(role: str, one_object: bool) -> str:
+    """The PodSet a role's pods are admitted in: the role's own when one object carries the whole job (a
+    JobSet's replicatedJob, a TFJob's replica type, both named as the role), else a batch/v1 Job's `main`."""
+    return role if one_object else KUEUE_JOB_POD_SET
+
+
+def check(job: TrainingJob, profile: ClusterProfile, one_object: bool) -> list[Problem]:
+    """What the profile's gang scheduler cannot do with the job as its backend carries it (Backend.one_object)."""
     gang = profile.gang
     if gang.scheduler != "kueue":
         return []
-    if backend == "native":
+    if not one_object:
         return [Problem(
             f"the cluster profile '{profile.name}' queues jobs with Kueue, which admits each batch/v1 Job on its own: "
             "this job's PS and workers may be admitted apart and wait for each other holding their cores; "
             "backend jobset (or tfjob) is admitted as one Workload", "spec.backend", severity=WARNING)]
-    if pod_sets(job, backend) > KUEUE_MAX_POD_SETS:
+    if pod_sets(job, one_object) > KUEUE_MAX_POD_SETS:
         return [Problem(f"Kueue's Workload holds at most {KUEUE_MAX_POD_SETS} PodSets; this job needs "
-                        f"{pod_sets(job, backend)}", "spec.roles")]
+                        f"{pod_sets(job, one_object)}", "spec.roles")]
     return []
 
 
@@ -83,8 +103,8 @@ def group_name(job: TrainingJob) -> str:
 
 def pod_template(plan, template: dict) -> dict:
     """A copy of `template` with what the gang scheduler needs on every pod (itself when none)."""
-    chosen = scheduler(plan)
-    if chosen not in ("volcano", "scheduler-plugins"):
+    chosen = pod_group_scheduler(plan)
+    if chosen is None:
         return template
     meta = dict(template.get("metadata", {}))
     if chosen == "volcano":
@@ -125,33 +145,34 @@ def min_resources(plan) -> dict[str, str]:
 
 def scheduling_policy(plan) -> dict | None:
     """A TFJob's runPolicy.schedulingPolicy: what the operator makes its PodGroup from (None: no gang)."""
-    if scheduler(plan) not in ("volcano", "scheduler-plugins"):
+    chosen = pod_group_scheduler(plan)
+    if chosen is None:
         return None
     policy: dict = {"minAvailable": len(plan.tasks), "scheduleTimeoutSeconds": plan.profile.gang.schedule_timeout_seconds}
     resources = min_resources(plan)
     if resources:
         policy["minResources"] = resources
-    if scheduler(plan) == "volcano" and plan.profile.gang.queue:
+    if chosen == "volcano" and plan.profile.gang.queue:
         policy["queue"] = plan.profile.gang.queue
     return policy
 
 
 def objects(plan) -> list[dict]:
     """The PodGroup of a job on native or jobset (none for kueue or no gang)."""
-    chosen, job = scheduler(plan), plan.job
-    if chosen not in ("volcano", "scheduler-plugins"):
+    chosen, job = pod_group_scheduler(plan), plan.job
+    if chosen is None:
         return []
     spec: dict = {"minMember": len(plan.tasks)}
     resources = min_resources(plan)
     if resources:
         spec["minResources"] = resources
-    meta = {"labels": labels.recommended(job, "cluster"), "name": group_name(job), "namespace": job.namespace}
+    meta = metadata.of(job, group_name(job), labels.recommended(job, "cluster"))
     if chosen == "volcano":
         api = VOLCANO_API
         if plan.profile.gang.queue:
             spec["queue"] = plan.profile.gang.queue
         if topology.groups_by_scheduler(job, plan.profile):
-            meta["annotations"] = task_topology(job)
+            meta["annotations"] = {**meta.get("annotations", {}), **task_topology(job)}
     else:
         api = COSCHEDULING_API
         spec["scheduleTimeoutSeconds"] = plan.profile.gang.schedule_timeout_seconds

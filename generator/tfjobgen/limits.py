@@ -29,7 +29,7 @@ from typing import Callable
 
 from . import contract, pods, tuning
 from .model import TrainingJob
-from .naming import Naming
+from .names import Naming
 from .problems import WARNING, Problem
 from .profile import ClusterProfile
 

@@ -4,9 +4,9 @@
     PrometheusRule  the alerts docs/observability.md explains, one group per job
     ConfigMap       the job's Grafana dashboard (dashboard.py), labelled for Grafana's sidecar
 
-TensorBoard (tensorboard.py) comes through the same hook. `objects(plan)` is the one hook: every backend's encode calls it with the plan
-and appends what it returns, so these objects are the same whichever
-controller runs the pods. The NetworkPolicy's scrape rule is in backends/common.py.
+An add-on, as TensorBoard (tensorboard.py) is: the pipeline's render step adds what `objects(plan)`
+returns to the backend's objects, so these are the same whichever controller runs the pods, and no
+backend knows them. The NetworkPolicy's scrape rule is in backends/common.py.
 
 The alerts on pods (Pending, Failed) read kube-state-metrics, which knows pods
 by name: they select the job's pods by the name prefix `<job>-<role>-`, which
@@ -15,28 +15,25 @@ the Job controller gives every task's pod (names.pods_pattern).
 
 from __future__ import annotations
 
-from . import contract, dashboard, labels, names, tensorboard
-from .backends import common
+from . import contract, dashboard, labels, metadata, names
 from .plan import JobPlan
 
 API_VERSION = "monitoring.coreos.com/v1"
 
 
 def objects(plan: JobPlan) -> list[dict]:
-    """The job's observability objects: its TensorBoard when the job asks for one (tensorboard.py),
-    and the monitoring objects when the profile turns monitoring on."""
-    found = tensorboard.objects(plan)
+    """The job's monitoring objects; none unless the profile turns monitoring on."""
     settings = plan.profile.monitoring
     if not settings.enabled:
-        return found
-    found += [pod_monitor(plan), prometheus_rule(plan)]
+        return []
+    found = [pod_monitor(plan), prometheus_rule(plan)]
     if settings.dashboards:
         found.append(dashboard_config_map(plan))
     return found
 
 
 def _metadata(plan: JobPlan, name: str, extra: dict, namespace: str | None = None) -> dict:
-    meta = common.metadata(plan, name, {**labels.recommended(plan.job, "monitoring"), **extra})
+    meta = metadata.of(plan.job, name, {**labels.recommended(plan.job, "monitoring"), **extra})
     if namespace:
         meta["namespace"] = namespace
     return meta

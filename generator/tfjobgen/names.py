@@ -1,21 +1,57 @@
-"""Every name a job's objects and pods get, and the DNS rules they must obey.
+"""Every name a job's objects and pods get: the objects' names, each backend's scheme for its pods
+(`Naming`), and the one DNS rule they all obey (`check`).
 
-One scheme for all backends' pods: task i of role r is `<job>-<r>-<i>`, in the
-job's headless Service `<job>`. Its address in TF_CONFIG is relative to the namespace,
-`<job>-<r>-<i>.<job>:<port>`: every pod's resolv.conf searches `<namespace>.svc.<clusterDomain>`
-first (ndots 5), so the name resolves to exactly that pod, in whatever namespace the job runs,
-with whatever cluster domain; and the cluster spec that every pod carries twice in its
-environment stays about 40% shorter than with fully qualified names (limits.py).
+The objects a job becomes are named alike on every backend: the headless Service `<job>` (every
+pod's subdomain), the ConfigMap `<job>-cluster`, the NetworkPolicy `<job>`, and the add-ons'.
+
+Its pods are named by their controller, each its own way, and TF_CONFIG lists every task's host:port,
+so the plan must know those names before any object exists: an Indexed Job names its pods' hosts
+`<job-name>-<index>` (native: task i of role r is `<job>-<r>-<i>`), JobSet's child Jobs
+`<jobset>-<rjob>-<j>-<i>` (`<job>-<r>-0-<i>`), Kubeflow's TFJob operator `<tfjob>-<type>-<i>`. Each
+backend describes its scheme with one `Naming` (its NAMING); the plan and the concern modules use
+nothing else of a backend.
+
+A task's address is relative to the namespace where tfjobgen writes TF_CONFIG,
+`<host>.<job>:<port>`: every pod's resolv.conf searches `<namespace>.svc.<clusterDomain>` first
+(ndots 5), so the name resolves to exactly that pod, in whatever namespace the job runs, with
+whatever cluster domain; and the cluster spec that every pod carries twice in its environment stays
+about 40% shorter than with fully qualified names (limits.py). The TFJob operator writes its own,
+`<host>.<namespace>.svc:<port>`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from .model import TrainingJob
-from .naming import Naming
 from .problems import Problem
 from .profile import ClusterProfile
 
 DNS_LABEL_MAX = 63  # the schema checks the characters; this module checks what names grow into
+
+
+@dataclass(frozen=True)
+class Naming:
+    """What a backend's controller calls each task's pod, and tells it: the part of a backend the plan needs."""
+
+    # The pod's hostname for task `index` of `role`.
+    hostname: Callable[[TrainingJob, str, int], str]
+    # host:port of the task's TF server, exactly as TF_CONFIG lists it.
+    address: Callable[[TrainingJob, ClusterProfile, str, int], str]
+    # The env source of the task index in a template that all tasks of a role share
+    # (an Indexed Job's completion index, say): the `valueFrom` of an env entry.
+    index_source: Callable[[str], dict]
+    # The env source, in such a shared template, of how often the task failed before (an
+    # Indexed Job's failure-count annotation); None when the controller does not say.
+    failures_source: dict | None = None
+    # True when the controller writes TF_CONFIG into the pods itself (Kubeflow's TFJob).
+    writes_tf_config: bool = False
+    # True when that TF_CONFIG's `cluster` lists the evaluator too (the TFJob operator lists every
+    # replica type); tfjobgen's own TF_CONFIG lists the training roles only.
+    evaluator_in_cluster: bool = False
+    # The name of the TF server's container port (the TFJob operator reads `tfjob-port`).
+    grpc_port_name: str = "grpc"
 
 
 def service(job: TrainingJob) -> str:
@@ -75,7 +111,7 @@ def fully_qualified(job: TrainingJob, profile: ClusterProfile, host: str) -> str
 
 def check(job: TrainingJob, naming: Naming) -> list[Problem]:
     """The longest name the job's backend makes must fit a DNS label (pod hostnames, Service names, label
-    values): the one rule for every backend, each naming its pods' hosts its own way (naming.py)."""
+    values): the one rule for every backend, each naming its pods' hosts its own way (its Naming)."""
     generated = [naming.hostname(job, role.name, role.replicas - 1) for role in job.roles.values()]
     generated += [cluster_config(job)] + ([tensorboard(job)] if job.tensorboard else [])
     longest = max(generated, key=len)

@@ -15,8 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import (backends, container, intents, labels, lifecycle, limits, model, names, plan, qos, schema, source,
-               tensorboard, topology, tuning)
+from . import (backends, container, gang, intents, labels, lifecycle, limits, model, monitoring, names, plan, qos,
+               schema, source, tensorboard, topology, tuning)
 from . import profile as profile_rules
 from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND
@@ -184,6 +184,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob
         problems += workload.check(job)
     for check in (qos.check, topology.check, tuning.check, lifecycle.check, tensorboard.check, backend.check):
         problems += check(job, profile)
+    problems += gang.check(job, profile, backend.one_object)
     if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right
         problems += limits.check(job, profile, backend.naming)
         if profile.node_count is not None or any(p.node_count is not None for p in profile.node_pools.values()):
@@ -234,10 +235,17 @@ def expand(intents: list[Intent], profile: ClusterProfile, others: list[dict] = 
     return Expansion(objects, _sorted(problems))
 
 
+# The add-ons: objects a job gets whichever backend runs its pods, each `objects(plan)` returning none
+# when neither the job nor the profile asks for them. No backend knows them: render adds them after the
+# backend's objects, in this order.
+ADD_ONS = (tensorboard.objects, monitoring.objects)
+
+
 def render(job: model.TrainingJob, profile: ClusterProfile) -> list[dict]:
-    """Plan one valid job, then let its backend encode the plan as Kubernetes objects."""
+    """Plan one valid job, let its backend encode the plan as Kubernetes objects, then add each add-on's."""
     backend = backends.get(job.backend)
-    return backend.encode(plan.build(job, profile, backend.naming))
+    planned = plan.build(job, profile, backend.naming)
+    return backend.encode(planned) + [obj for add_on in ADD_ONS for obj in add_on(planned)]
 
 
 def collisions(expanded: list[list[dict]], intents: list[Intent], others: list[dict]) -> list[Problem]:

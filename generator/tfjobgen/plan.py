@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from . import container, contract, labels, lifecycle, names, qos, topology, tuning
 from .model import TrainingJob
-from .naming import Naming
+from .names import Naming
 from .profile import ClusterProfile
 
 SCRATCH_VOLUME = "scratch"

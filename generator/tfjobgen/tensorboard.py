@@ -13,7 +13,7 @@ It reads the log directory with the job's service account and env (cloud storage
 
 from __future__ import annotations
 
-from . import container, contract, labels, names, tuning
+from . import container, contract, labels, metadata, names, tuning
 from .model import TrainingJob
 from .plan import JobPlan
 from .problems import Problem
@@ -58,8 +58,6 @@ def objects(plan: JobPlan) -> list[dict]:
     job, profile = plan.job, plan.profile
     if not job.tensorboard:
         return []
-    from .backends.common import metadata
-
     name = names.tensorboard(job)
     object_labels = labels.recommended(job, COMPONENT)
     env = [{"name": "HOME", "value": contract.SCRATCH_DIR}]
@@ -94,7 +92,7 @@ def objects(plan: JobPlan) -> list[dict]:
     return [{
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": metadata(plan, name, object_labels),
+        "metadata": metadata.of(job, name, object_labels),
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": _selector(job)},
@@ -103,12 +101,12 @@ def objects(plan: JobPlan) -> list[dict]:
     }, {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": metadata(plan, name, object_labels),
+        "metadata": metadata.of(job, name, object_labels),
         "spec": {"ports": [{"name": "http", "port": PORT, "protocol": "TCP", "targetPort": "http"}],
                  "selector": _selector(job)},
     }, {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": metadata(plan, name, object_labels),
+        "metadata": metadata.of(job, name, object_labels),
         "spec": {"ingress": [], "podSelector": {"matchLabels": _selector(job)}, "policyTypes": ["Ingress"]},
     }]

@@ -24,7 +24,7 @@ import json
 from . import contract, lifecycle, names, qos
 from .contract import CLUSTER_ENV, TASK_INDEX_ENV
 from .model import TrainingJob
-from .naming import Naming
+from .names import Naming
 from .problems import WARNING, Problem, field_path
 from .profile import ClusterProfile
 

@@ -4,10 +4,13 @@
       name          spec.backend's value
       naming        what its controller calls each pod (the plan writes TF_CONFIG from it)
       check         what it cannot express, as problems (a topology it has no encoding for)
-      encode        JobPlan -> objects: what `kustomize build` emits for the job
+      encode        JobPlan -> the objects that run the job (the pipeline's render step adds the
+                    add-ons' after them: monitoring, TensorBoard; no backend knows those)
       decode        objects -> DecodedJob per job it finds: each task as the pod its
                     controller would create, env resolved as the kubelet would, and
                     the other objects that controller creates (Services)
+      one_object    whether one object carries the whole job: what a gang scheduler that
+                    admits objects (Kueue) needs to know of it (gang.py)
 
 `summary`, `diff`, `run-local` and the tests read rendered objects only through
 `decode`, so they work for every backend alike.
@@ -20,7 +23,7 @@ from typing import Callable
 
 from ..lifecycle import Lifecycle
 from ..model import TrainingJob
-from ..naming import Naming
+from ..names import Naming
 from ..pods import Pod
 from ..problems import Problem
 from ..profile import ClusterProfile
@@ -60,5 +63,9 @@ class Backend:
     name: str
     naming: Naming
     check: Callable[[TrainingJob, ClusterProfile], list[Problem]]
-    encode: Callable[["JobPlan"], list[dict]]  # noqa: F821 - plan.JobPlan (plan imports naming, not backends)
+    encode: Callable[["JobPlan"], list[dict]]  # noqa: F821 - plan.JobPlan (plan imports names, not backends)
     decode: Callable[[list[dict]], list[DecodedJob]]
+    # True when one object carries the whole job, a part per role (a JobSet's replicatedJobs, a TFJob's replica
+    # types): Kueue admits it whole, as one Workload with a PodSet per role. False when the job is several
+    # objects (batch/v1 Jobs), each of which Kueue admits on its own, so that its parts may wait for each other.
+    one_object: bool

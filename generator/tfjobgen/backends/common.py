@@ -1,4 +1,5 @@
-"""Objects every backend emits the same way: metadata, the headless Service, the ConfigMap, the NetworkPolicy."""
+"""Objects every backend emits the same way: the headless Service, the ConfigMap, the NetworkPolicy, and the
+metadata of the one object that carries a whole job (every object's metadata is metadata.py's)."""
 
 from __future__ import annotations
 
@@ -6,31 +7,19 @@ import os
 from collections import defaultdict
 from typing import Callable
 
-from .. import container, contract, gang, labels, names
+from .. import container, contract, gang, labels, metadata, names
 from ..lifecycle import Lifecycle
 from ..plan import JobPlan
 from ..problems import Problem
 
 NAMESPACE_NAME = "kubernetes.io/metadata.name"  # the label every namespace carries: its own name
 
-# Intent annotations that describe the intent itself, not its objects.
-_BOOKKEEPING_PREFIXES = ("kustomize.config.k8s.io/", "config.kubernetes.io/", "internal.config.kubernetes.io/",
-                         "config.k8s.io/", "kubectl.kubernetes.io/")
-
-
-def metadata(plan: JobPlan, name: str, object_labels: dict) -> dict:
-    """An object's metadata: its name, the job's namespace, its labels, the intent's own annotations."""
-    meta = {"labels": object_labels, "name": name, "namespace": plan.job.namespace}
-    annotations = {k: v for k, v in plan.job.annotations.items() if not k.startswith(_BOOKKEEPING_PREFIXES)}
-    if annotations:
-        meta["annotations"] = annotations
-    return meta
-
 
 def whole_job_metadata(plan: JobPlan) -> dict:
     """The metadata of the one object that carries a whole job (a JobSet, a TFJob), named as the job:
     the object Kueue admits, so it carries the gang's queue label."""
-    return metadata(plan, plan.job.name, {**labels.recommended(plan.job, "training"), **gang.workload_labels(plan)})
+    return metadata.of(plan.job, plan.job.name,
+                       {**labels.recommended(plan.job, "training"), **gang.workload_labels(plan)})
 
 
 def service(plan: JobPlan) -> dict:
@@ -39,7 +28,7 @@ def service(plan: JobPlan) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": metadata(plan, names.service(job), labels.recommended(job, "cluster")),
+        "metadata": metadata.of(job, names.service(job), labels.recommended(job, "cluster")),
         "spec": {
             "clusterIP": "None",
             "ports": [{"name": p["name"], "port": p["containerPort"], "protocol": "TCP",
@@ -55,7 +44,7 @@ def config_map(plan: JobPlan) -> dict:
         "apiVersion": "v1",
         "data": dict(plan.config_data),
         "kind": "ConfigMap",
-        "metadata": metadata(plan, names.cluster_config(plan.job), labels.recommended(plan.job, "cluster")),
+        "metadata": metadata.of(plan.job, names.cluster_config(plan.job), labels.recommended(plan.job, "cluster")),
     }
 
 
@@ -78,7 +67,7 @@ def network_policy(plan: JobPlan) -> dict:
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": metadata(plan, names.network_policy(job), labels.recommended(job, "cluster")),
+        "metadata": metadata.of(job, names.network_policy(job), labels.recommended(job, "cluster")),
         "spec": {
             "ingress": ingress,
             "podSelector": {"matchLabels": labels.job_selector(job)},

@@ -42,9 +42,9 @@ which one Indexed child Job per role cannot hold: `check` refuses it, and a prof
 from __future__ import annotations
 
 
-from .. import gang, labels, lifecycle, monitoring, names, pods
+from .. import gang, labels, lifecycle, names, pods
 from ..model import TrainingJob
-from ..naming import Naming
+from ..names import Naming
 from ..plan import JobPlan, RolePlan
 from ..problems import Problem
 from ..profile import ClusterProfile
@@ -98,7 +98,7 @@ def leader(job: TrainingJob) -> str:
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     problems = common.one_template_per_role(job, profile, "a JobSet (a replicatedJob of one Indexed Job per role)")
-    return problems + gang.check(job, profile, NAME)  # the length of its pods' hosts: names.check
+    return problems  # the length of its pods' hosts: names.check
 
 
 def _replicated_job(plan: JobPlan, role: RolePlan) -> dict:
@@ -134,7 +134,7 @@ def encode(plan: JobPlan) -> list[dict]:
             "successPolicy": {"operator": "All", "targetReplicatedJobs": [leader(job)]},
         },
     }
-    return [common.config_map(plan), common.network_policy(plan), jobset] + gang.objects(plan) + monitoring.objects(plan)
+    return [common.config_map(plan), common.network_policy(plan), jobset] + gang.objects(plan)
 
 
 # ---- reading back: JobSet's controller, then the Job controller --------------------------
@@ -211,5 +211,5 @@ def _service(jobset: dict) -> dict:
                      "selector": {JOBSET_NAME: meta["name"]}}}
 
 
-BACKEND = Backend(NAME, NAMING, check, encode, decode)
+BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=True)
 

@@ -21,9 +21,9 @@ No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
 
 from __future__ import annotations
 
-from .. import gang, labels, lifecycle, monitoring, names, pods
+from .. import gang, labels, lifecycle, metadata, names, pods
 from ..model import TrainingJob
-from ..naming import Naming
+from ..names import Naming
 from ..plan import JobPlan, RolePlan
 from ..problems import Problem
 from ..profile import ClusterProfile
@@ -41,7 +41,7 @@ NAMING = Naming(
 
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
-    return gang.check(job, profile, NAME)  # native expresses every topology
+    return []  # native expresses every topology
 
 
 def _job(plan: JobPlan, name: str, role: str, template: dict, completions: int, indexed: bool) -> dict:
@@ -52,7 +52,7 @@ def _job(plan: JobPlan, name: str, role: str, template: dict, completions: int, 
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": common.metadata(plan, name, {**labels.for_role(plan.job, role), **gang.workload_labels(plan)}),
+        "metadata": metadata.of(plan.job, name, {**labels.for_role(plan.job, role), **gang.workload_labels(plan)}),
         "spec": spec,
     }
 
@@ -70,7 +70,7 @@ def encode(plan: JobPlan) -> list[dict]:
     objects = [common.service(plan), common.config_map(plan), common.network_policy(plan)]
     for role in plan.roles:
         objects += _role_jobs(plan, role)
-    return objects + gang.objects(plan) + monitoring.objects(plan)
+    return objects + gang.objects(plan)
 
 
 def decode(objects: list[dict]) -> list[DecodedJob]:
@@ -84,4 +84,4 @@ def _decode_one(namespace: str, name: str, members: list[dict], jobs: list[dict]
                       common.cluster_config(members))
 
 
-BACKEND = Backend(NAME, NAMING, check, encode, decode)
+BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=False)  # a Job per role, or per task

@@ -47,10 +47,10 @@ from __future__ import annotations
 
 import json
 
-from .. import contract, gang, lifecycle, monitoring, names, pods
+from .. import contract, gang, lifecycle, names, pods
 from ..lifecycle import Lifecycle
 from ..model import TrainingJob
-from ..naming import Naming
+from ..names import Naming
 from ..plan import JobPlan, RolePlan
 from ..problems import WARNING, Problem
 from ..profile import ClusterProfile
@@ -106,7 +106,7 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
             "the TFJob operator fails a whole TFJob when one of its pods is preempted or evicted (it counts the "
             "deleted pod as failed; seen on v1.9.4): backend jobset or native gives that task a new pod instead",
             "spec.backend", severity=WARNING))
-    return problems + gang.check(job, profile, NAME)
+    return problems
 
 
 def run_policy(plan: JobPlan) -> dict:
@@ -134,7 +134,7 @@ def encode(plan: JobPlan) -> list[dict]:
             "tfReplicaSpecs": {REPLICA_TYPES[role.role]: _replica_spec(role) for role in plan.roles},
         },
     }
-    return [common.config_map(plan), common.network_policy(plan), tfjob] + monitoring.objects(plan)
+    return [common.config_map(plan), common.network_policy(plan), tfjob]
 
 
 # ---- reading back: the operator ---------------------------------------------------------
@@ -226,4 +226,4 @@ def _service(pod: pods.Pod) -> dict:
                                for p in ports]}}
 
 
-BACKEND = Backend(NAME, NAMING, check, encode, decode)
+BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=True)

@@ -123,7 +123,7 @@ def start(context, source: Source) -> dict:
 
     What the cluster's state records of it: mode, repository, revision, Applications, namespaces.
     """
-    folder = context.layout.home / "argocd"
+    folder = context.files.home / "argocd"
     for sub in ("bin", "plugins", "home", "redis", "tls", "ssh", "gnupg", "tmp-repo-server", "tmp-cmp-server"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     plugin = _plugin_name(source.root / "argocd" / "plugin" / "plugin.yaml")
@@ -151,7 +151,7 @@ def start(context, source: Source) -> dict:
     _register_cluster(context)
 
     common = {
-        "KUBECONFIG": str(context.layout.kubeconfig), "ARGOCD_FAKE_IN_CLUSTER": "true",
+        "KUBECONFIG": str(context.files.kubeconfig), "ARGOCD_FAKE_IN_CLUSTER": "true",
         "HOME": str(folder / "home"), "ARGOCD_TLS_DATA_PATH": str(folder / "tls"),
         "ARGOCD_SSH_DATA_PATH": str(folder / "ssh"), "ARGOCD_GNUPGHOME": str(folder / "gnupg"),
         "ARGOCD_GPG_ENABLED": "false", "ARGOCD_PLUGINSOCKFILEPATH": str(folder / "plugins"),
@@ -277,7 +277,7 @@ def _register_cluster(context) -> None:
 
     token = wait_until(lambda: ((objects.get("v1", "Secret", "argocd-manager-token", "kube-system") or {})
                                 .get("data") or {}).get("token"), 30, "the argocd-manager ServiceAccount's token")
-    kubeconfig = json.loads(context.layout.kubeconfig.read_text())
+    kubeconfig = json.loads(context.files.kubeconfig.read_text())
     cluster = kubeconfig["clusters"][0]["cluster"]
     config = {"bearerToken": base64.b64decode(token).decode(),
               "tlsClientConfig": {"caData": cluster["certificate-authority-data"]}}

@@ -22,7 +22,7 @@ API_QPS, API_BURST = 500, 1000  # client-side limits of the controllers (default
 
 
 @dataclass(frozen=True)
-class Layout:
+class ClusterFiles:
     """Files of one cluster, under its folder (home.py)."""
 
     home: Path
@@ -40,10 +40,10 @@ class Layout:
         return self.home / "kubeconfig"
 
 
-def etcd(layout: Layout, client_port: int, peer_port: int) -> Component:
+def etcd(files: ClusterFiles, client_port: int, peer_port: int) -> Component:
     client, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
     return Component("etcd", [
-        str(tools.program("etcd")), "--name=local", f"--data-dir={layout.home / 'etcd'}",
+        str(tools.program("etcd")), "--name=local", f"--data-dir={files.home / 'etcd'}",
         f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
         f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}", f"--initial-cluster=local={peer}",
         "--listen-metrics-urls=", "--log-level=warn",
@@ -52,8 +52,8 @@ def etcd(layout: Layout, client_port: int, peer_port: int) -> Component:
     ])
 
 
-def kube_apiserver(layout: Layout, port: int, etcd_port: int) -> Component:
-    pki = layout.pki
+def kube_apiserver(files: ClusterFiles, port: int, etcd_port: int) -> Component:
+    pki = files.pki
     return Component("kube-apiserver", [
         str(tools.program("kube-apiserver")),
         f"--etcd-servers=http://127.0.0.1:{etcd_port}",
@@ -74,11 +74,11 @@ def kube_apiserver(layout: Layout, port: int, etcd_port: int) -> Component:
     ])
 
 
-def kube_controller_manager(layout: Layout, port: int) -> Component:
-    pki = layout.pki
+def kube_controller_manager(files: ClusterFiles, port: int) -> Component:
+    pki = files.pki
     return Component("kube-controller-manager", [
         str(tools.program("kube-controller-manager")),
-        f"--kubeconfig={layout.kubeconfig}",
+        f"--kubeconfig={files.kubeconfig}",
         "--bind-address=127.0.0.1", f"--secure-port={port}",
         "--leader-elect=false",
         f"--service-account-private-key-file={pki / 'service-accounts.key'}",
@@ -90,34 +90,34 @@ def kube_controller_manager(layout: Layout, port: int) -> Component:
     ])
 
 
-def scheduler_configuration(layout: Layout, profiles: list[dict] | None = None) -> Path:
+def scheduler_configuration(files: ClusterFiles, profiles: list[dict] | None = None) -> Path:
     """A KubeSchedulerConfiguration (JSON) with the default profile, or the ones given."""
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(layout.kubeconfig), "qps": API_QPS, "burst": API_BURST},
+        "clientConnection": {"kubeconfig": str(files.kubeconfig), "qps": API_QPS, "burst": API_BURST},
         "leaderElection": {"leaderElect": False},
     }
     if profiles:
         config["profiles"] = profiles
-    path = layout.config / "kube-scheduler.json"
+    path = files.config / "kube-scheduler.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config, indent=1) + "\n")
     return path
 
 
-def kube_scheduler(layout: Layout, port: int) -> Component:
+def kube_scheduler(files: ClusterFiles, port: int) -> Component:
     return Component("kube-scheduler", [
         str(tools.program("kube-scheduler")),
-        f"--config={scheduler_configuration(layout)}",
+        f"--config={scheduler_configuration(files)}",
         "--bind-address=127.0.0.1", f"--secure-port={port}",
         "--profiling=false", "--v=1",
     ])
 
 
-def kwok(layout: Layout) -> Component:
+def kwok(files: ClusterFiles) -> Component:
     stages = Path(__file__).with_name("kwok.yaml")
     return Component("kwok", [
         str(tools.program("kwok")),
-        f"--kubeconfig={layout.kubeconfig}", f"--config={stages}",
+        f"--kubeconfig={files.kubeconfig}", f"--config={stages}",
         "--node-ip=10.240.0.1",  # the address every fake node reports (it is never dialled)
     ])

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .. import backends, contract, emit, pipeline, pods, source
 from ..backends.base import DecodedJob
+from ..gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
 from ..problems import has_errors
 from . import api
 
@@ -122,27 +123,28 @@ def admission_marks(decoded: DecodedJob, gang: str) -> dict[str, tuple[dict, dic
 
     - Kueue, on every backend: the pod's LocalQueue (the workload object's queue-name label), its
       PodSet (`main` for a batch/v1 Job, the replicatedJob for a JobSet, the replica type for a
-      TFJob), and the ClusterQueue and Workload it was admitted through (names Kueue makes);
+      TFJob: gang.pod_set), and the ClusterQueue and Workload it was admitted through (names Kueue makes);
     - the training-operator run with --gang-scheduler-name, for a TFJob with a schedulingPolicy: its
       PodGroup's name (the TFJob's) as Volcano's annotation with the replica type as Volcano's task,
       or as the coscheduling label.
     Native and jobset pods carry their PodGroup marks in the template already (gang.pod_template).
     """
     marks: dict[str, tuple[dict, dict]] = {}
-    queue = next(((o["metadata"].get("labels") or {}).get(KUEUE_PREFIX + "queue-name") for o in decoded.objects
-                  if (o["metadata"].get("labels") or {}).get(KUEUE_PREFIX + "queue-name")), None)
+    queue = next(((o["metadata"].get("labels") or {}).get(KUEUE_QUEUE_LABEL) for o in decoded.objects
+                  if (o["metadata"].get("labels") or {}).get(KUEUE_QUEUE_LABEL)), None)
     carrier = next((o for o in decoded.objects if o.get("kind") == "TFJob"), None)
+    one_object = backends.get(decoded.backend).one_object
     for pod in decoded.pods:
         pod_labels, annotations = {}, {}
         if gang == "kueue" and queue:
             pod_labels.update({KUEUE_PREFIX + "local-queue-name": queue, KUEUE_PREFIX + "cluster-queue-name": ASSIGNED,
-                               KUEUE_PREFIX + "podset": "main" if decoded.backend == "native" else pod.role})
+                               KUEUE_PREFIX + "podset": pod_set(pod.role, one_object)})
             annotations[KUEUE_PREFIX + "workload"] = ASSIGNED
         if carrier is not None and (carrier["spec"].get("runPolicy") or {}).get("schedulingPolicy"):
             if gang == "volcano":
-                annotations.update({"scheduling.k8s.io/group-name": decoded.name, "volcano.sh/task-spec": pod.role})
+                annotations.update({VOLCANO_GROUP_ANNOTATION: decoded.name, VOLCANO_TASK_ANNOTATION: pod.role})
             elif gang == "scheduler-plugins":
-                pod_labels["scheduling.x-k8s.io/pod-group"] = decoded.name
+                pod_labels[COSCHEDULING_LABEL] = decoded.name
         marks[pod.hostname] = (pod_labels, annotations)
     return marks
 

@@ -19,7 +19,7 @@ from typing import Callable
 from .. import pipeline
 from ..problems import InvalidInput
 from . import api, argocd, components, controllers, home, pki, processes, shape, tools
-from .components import Layout
+from .components import ClusterFiles
 
 CORE_PROGRAMS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
 PRIORITY_CLASSES_FILE = tools.REPO / "docs" / "priority-classes.yaml"
@@ -47,12 +47,12 @@ def up(profile_path: str | None, nodes: int | None, name: str, say: Callable[[st
     if gitops:
         argocd.check(gitops, profile.name)
     _claim(name)
-    layout = Layout(home.folder(name))
+    files = ClusterFiles(home.folder(name))
     started: list[processes.Started] = []
     try:
-        state = _start(profile_path, profile, groups, name, layout, started, say, warn, gitops)
+        state = _start(profile_path, profile, groups, name, files, started, say, warn, gitops)
     except BaseException:
-        processes.stop_all(layout.home, started)
+        processes.stop_all(files.home, started)
         home.remove(name)
         raise
     return state
@@ -70,43 +70,43 @@ def _claim(name: str) -> None:
     folder.mkdir()
 
 
-def _start(profile_path, profile, groups, name, layout: Layout, started, say, warn, gitops) -> home.ClusterState:
+def _start(profile_path, profile, groups, name, files: ClusterFiles, started, say, warn, gitops) -> home.ClusterState:
     begun = time.monotonic()
 
     def step(what: str) -> None:
         say(f"[{time.monotonic() - begun:5.1f}s] {what}")
 
     step("certificates")
-    ca = pki.make_ca(layout.pki, f"tfjobgen-{name}-ca")
-    serving = pki.issue(ca, layout.pki, "apiserver", "kube-apiserver", server=True)
-    admin = pki.issue(ca, layout.pki, "admin", "admin", client=True, organization="system:masters")
-    pki.signing_key(layout.pki, "service-accounts")
+    ca = pki.make_ca(files.pki, f"tfjobgen-{name}-ca")
+    serving = pki.issue(ca, files.pki, "apiserver", "kube-apiserver", server=True)
+    admin = pki.issue(ca, files.pki, "admin", "admin", client=True, organization="system:masters")
+    pki.signing_key(files.pki, "service-accounts")
     etcd_client, etcd_peer, api_port, kcm_port, scheduler_port = tools_ports = _ports(5)
 
     step("etcd")
-    etcd = _launch(components.etcd(layout, etcd_client, etcd_peer), layout, started)
+    etcd = _launch(components.etcd(files, etcd_client, etcd_peer), files, started)
     processes.wait_for(etcd, lambda: _get(f"http://127.0.0.1:{etcd_client}/health"), START_TIMEOUT, "a healthy store")
 
     step("kube-apiserver")
-    apiserver = _launch(components.kube_apiserver(layout, api_port, etcd_client), layout, started)
+    apiserver = _launch(components.kube_apiserver(files, api_port, etcd_client), files, started)
     server = f"https://127.0.0.1:{api_port}"
     trusted = ssl.create_default_context(cafile=str(ca.cert))
     processes.wait_for(apiserver, lambda: _get(server + "/readyz", trusted), START_TIMEOUT, "readiness (/readyz)")
-    layout.kubeconfig.write_text(home.kubeconfig_text(name, server, ca.cert.read_bytes(), admin.cert.read_bytes(),
+    files.kubeconfig.write_text(home.kubeconfig_text(name, server, ca.cert.read_bytes(), admin.cert.read_bytes(),
                                                       admin.key.read_bytes()))
-    layout.kubeconfig.chmod(0o600)
+    files.kubeconfig.chmod(0o600)
 
     step("kube-controller-manager, kube-scheduler, kwok")
     local_only = ssl._create_unverified_context()  # their self-made serving certificates, on 127.0.0.1
-    controller_manager = _launch(components.kube_controller_manager(layout, kcm_port), layout, started)
-    scheduler = _launch(components.kube_scheduler(layout, scheduler_port), layout, started)
-    _launch(components.kwok(layout), layout, started)
+    controller_manager = _launch(components.kube_controller_manager(files, kcm_port), files, started)
+    scheduler = _launch(components.kube_scheduler(files, scheduler_port), files, started)
+    _launch(components.kwok(files), files, started)
     processes.wait_for(controller_manager, lambda: _get(f"https://127.0.0.1:{kcm_port}/healthz", local_only),
                        START_TIMEOUT, "health (/healthz)")
     processes.wait_for(scheduler, lambda: _get(f"https://127.0.0.1:{scheduler_port}/healthz", local_only),
                        START_TIMEOUT, "health (/healthz)")
 
-    client = api.connect(str(layout.kubeconfig))
+    client = api.connect(str(files.kubeconfig))
     objects = api.Objects(client)
     import yaml
 
@@ -118,10 +118,10 @@ def _start(profile_path, profile, groups, name, layout: Layout, started, say, wa
         objects.create(obj)
     _wait_nodes_ready(objects, {n["metadata"]["name"] for n in node_objects}, started)
     step("controllers")
-    outcome = controllers.start_all(layout, ca, objects, profile, step, warn, started)
+    outcome = controllers.start_all(files, ca, objects, profile, step, warn, started)
     gitops_state = {}
     if gitops:
-        context = controllers.Context(layout, ca, objects, profile, step)
+        context = controllers.Context(files, ca, objects, profile, step)
         try:
             gitops_state = argocd.start(context, gitops)
         finally:
@@ -159,8 +159,8 @@ def _is_ready(node: dict) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in (node.get("status") or {}).get("conditions") or [])
 
 
-def _launch(component: processes.Component, layout: Layout, started: list) -> processes.Started:
-    process = processes.start(component, layout.home)
+def _launch(component: processes.Component, files: ClusterFiles, started: list) -> processes.Started:
+    process = processes.start(component, files.home)
     started.append(process)
     return process
 

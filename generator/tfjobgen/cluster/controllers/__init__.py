@@ -25,7 +25,7 @@ from typing import Callable
 from ... import owned
 from ...profile import ClusterProfile
 from .. import api, pki, processes, tools
-from ..components import Layout
+from ..components import ClusterFiles
 
 # In the order they start: the gang schedulers' CRDs before the training-operator, which writes their
 # PodGroups for TFJobs; Kueue last, once the kinds it admits (JobSet, TFJob) exist.
@@ -36,7 +36,7 @@ MODULES = ("jobset", "volcano", "scheduler_plugins", "training_operator", "kueue
 class Context:
     """What a controller's start() may use and must record."""
 
-    layout: Layout
+    files: ClusterFiles
     ca: pki.Pair
     objects: api.Objects
     profile: ClusterProfile
@@ -51,13 +51,13 @@ class Context:
         return found
 
     def launch(self, component: processes.Component) -> processes.Started:
-        process = processes.start(component, self.layout.home)
+        process = processes.start(component, self.files.home)
         self.started.append(process)
         return process
 
     def serving_certificate(self, name: str) -> Path:
         """A folder with tls.crt and tls.key (and ca.crt) for a server on 127.0.0.1: controller-runtime's layout."""
-        folder = self.layout.home / "certs" / name
+        folder = self.files.home / "certs" / name
         pki.issue(self.ca, folder, "tls", name, server=True)
         (folder / "ca.crt").write_bytes(self.ca.cert.read_bytes())
         return folder
@@ -140,7 +140,7 @@ class Outcome:
     ports: dict[str, int] = field(default_factory=dict)
 
 
-def start_all(layout: Layout, ca: pki.Pair, objects: api.Objects, profile: ClusterProfile,
+def start_all(files: ClusterFiles, ca: pki.Pair, objects: api.Objects, profile: ClusterProfile,
               say: Callable[[str], None], warn: Callable[[str], None], all_started: list) -> Outcome:
     """Start every controller the profile wants; leave out (and say) those that cannot run."""
     outcome = Outcome()
@@ -154,7 +154,7 @@ def start_all(layout: Layout, ca: pki.Pair, objects: api.Objects, profile: Clust
             outcome.missing[module.NAME] = reason
             warn(f"{module.NAME} left out: {reason}")
             continue
-        context = Context(layout, ca, objects, profile, say)
+        context = Context(files, ca, objects, profile, say)
         begun = time.monotonic()
         try:
             module.start(context)

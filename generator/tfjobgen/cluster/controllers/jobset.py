@@ -36,11 +36,11 @@ def start(context: Context) -> None:
         "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
         "clientConnection": {"qps": 500, "burst": 1000},
     }
-    config_file = context.layout.config / "jobset.json"
+    config_file = context.files.config / "jobset.json"
     config_file.parent.mkdir(parents=True, exist_ok=True)
     config_file.write_text(json.dumps(configuration, indent=1) + "\n")
     process = context.launch(Component(NAME, [
-        str(tools.program("jobset-controller")), f"--config={config_file}", f"--kubeconfig={context.layout.kubeconfig}",
+        str(tools.program("jobset-controller")), f"--config={config_file}", f"--kubeconfig={context.files.kubeconfig}",
         "--zap-log-level=info",
     ]))
     wait_serving(process, webhook_port, context.ca)

@@ -75,11 +75,11 @@ def start(context: Context) -> None:
         # The visibility API server would listen on every address (port 8082) and wants an APIService.
         "featureGates": {"VisibilityOnDemand": False},
     }
-    config_file = context.layout.config / "kueue.json"
+    config_file = context.files.config / "kueue.json"
     config_file.parent.mkdir(parents=True, exist_ok=True)
     config_file.write_text(json.dumps(configuration, indent=1) + "\n")
     process = context.launch(Component(NAME, [
-        str(tools.program("kueue")), f"--config={config_file}", f"--kubeconfig={context.layout.kubeconfig}",
+        str(tools.program("kueue")), f"--config={config_file}", f"--kubeconfig={context.files.kubeconfig}",
         "--zap-log-level=info",
     ]))
     wait_serving(process, webhook_port, context.ca)

@@ -36,7 +36,7 @@ def wanted(profile) -> bool:
 def configuration(context: Context) -> dict:
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-        "clientConnection": {"kubeconfig": str(context.layout.kubeconfig), "qps": components.API_QPS,
+        "clientConnection": {"kubeconfig": str(context.files.kubeconfig), "qps": components.API_QPS,
                              "burst": components.API_BURST},
         "leaderElection": {"leaderElect": False},
         "profiles": [{
@@ -56,13 +56,13 @@ def start(context: Context) -> None:
     context.install(load_yaml_files(family.asset("manifests/coscheduling/crd.yaml"))
                     + load_yaml_files(family.asset("manifests/capacityscheduling/crd.yaml")))
     scheduler_port, probe_port, metrics_port = context.ports("scheduler", "controller-health", "controller-metrics")
-    config_file = context.layout.config / "coscheduler.json"
+    config_file = context.files.config / "coscheduler.json"
     config_file.parent.mkdir(parents=True, exist_ok=True)
     config_file.write_text(json.dumps(configuration(context), indent=1) + "\n")
     controller = context.launch(Component("coscheduling-controller", [
         str(tools.program("coscheduling-controller")), f"--probeAddr=127.0.0.1:{probe_port}",
         f"--metricsAddr=127.0.0.1:{metrics_port}", "--qps=500", "--burst=1000", "--workers=4",
-    ], env={"KUBECONFIG": str(context.layout.kubeconfig)}))  # it reads no --kubeconfig flag of its own
+    ], env={"KUBECONFIG": str(context.files.kubeconfig)}))  # it reads no --kubeconfig flag of its own
     scheduler = context.launch(Component("coscheduler", [
         str(tools.program("coscheduler")), f"--config={config_file}",
         "--bind-address=127.0.0.1", f"--secure-port={scheduler_port}", "--profiling=false", "--v=1",

@@ -73,7 +73,7 @@ def start(context: Context) -> None:
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     certificates = context.serving_certificate(NAME)
     process = context.launch(Component(NAME, arguments(
-        context.profile, kubeconfig=context.layout.kubeconfig, certificates=certificates, webhook_port=webhook_port,
+        context.profile, kubeconfig=context.files.kubeconfig, certificates=certificates, webhook_port=webhook_port,
         health_port=health_port, metrics_port=metrics_port)))
     wait_serving(process, webhook_port, context.ca)
     wait_healthy(process, health_port, "/readyz")

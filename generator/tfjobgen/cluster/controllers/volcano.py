@@ -51,11 +51,11 @@ def start(context: Context) -> None:
     family = tools.family_of("vc-scheduler")
     context.install(load_yaml_files(family.asset("installer/helm/chart/volcano/crd/bases")))
     (health_port,) = context.ports("health")
-    config_file = context.layout.config / "volcano-scheduler.conf"
+    config_file = context.files.config / "volcano-scheduler.conf"
     config_file.parent.mkdir(parents=True, exist_ok=True)
     config_file.write_text(json.dumps(CONFIGURATION, indent=1) + "\n")  # YAML reads JSON
     process = context.launch(Component(NAME, [
-        str(tools.program("vc-scheduler")), f"--kubeconfig={context.layout.kubeconfig}",
+        str(tools.program("vc-scheduler")), f"--kubeconfig={context.files.kubeconfig}",
         f"--scheduler-name={SCHEDULER_NAME}", f"--scheduler-conf={config_file}",
         "--schedule-period=200ms",  # its default is 1 s between sessions: a gang waits that long to be seen
         "--leader-elect=false", "--enable-healthz", f"--healthz-address=127.0.0.1:{health_port}",
