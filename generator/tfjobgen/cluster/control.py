@@ -1,8 +1,8 @@
 """`cluster up` and `cluster down`: a local cluster shaped as a profile, started and stopped whole.
 
-up:   check the profile and the programs -> certificates -> etcd -> kube-apiserver -> the
-      controller manager, the scheduler and KWOK -> PriorityClasses and nodes -> every node
-      Ready -> state.json. Any failure, or Ctrl-C, stops what was started and removes the folder.
+up:   check the profile and the programs -> certificates -> etcd -> kube-apiserver and the pod
+      network (podnet.py) -> the controller manager, the scheduler and KWOK -> PriorityClasses
+      and nodes -> every node Ready -> state.json. Any failure, or Ctrl-C, stops what was started and removes the folder.
 down: stop every process marked with the cluster's folder, then remove the folder.
 """
 
@@ -84,11 +84,13 @@ def _start(profile_path, profile, groups, name, layout: Layout, started, say, wa
     etcd = _launch(components.etcd(layout, etcd_client, etcd_peer), layout, started)
     processes.wait_for(etcd, lambda: _get(f"http://127.0.0.1:{etcd_client}/health"), START_TIMEOUT, "a healthy store")
 
-    step("kube-apiserver")
+    step("kube-apiserver, pod network")
+    network = _launch(components.pod_network(layout, api_port), layout, started)
     apiserver = _launch(components.kube_apiserver(layout, api_port, etcd_client), layout, started)
     server = f"https://127.0.0.1:{api_port}"
     trusted = ssl.create_default_context(cafile=str(ca.cert))
     processes.wait_for(apiserver, lambda: _get(server + "/readyz", trusted), START_TIMEOUT, "readiness (/readyz)")
+    processes.wait_for(network, layout.pod_network.exists, START_TIMEOUT, f"its socket {layout.pod_network}")
     layout.kubeconfig.write_text(home.kubeconfig_text(name, server, ca.cert.read_bytes(), admin.cert.read_bytes(),
                                                       admin.key.read_bytes()))
     layout.kubeconfig.chmod(0o600)
