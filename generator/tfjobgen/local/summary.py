@@ -69,8 +69,14 @@ def _training(result: RunResult, batch_size: int | None) -> str:
 
 
 def _placement(result: RunResult, partitioner: str | None) -> str:
-    per_ps, ratio = balance(result)
+    return ps_balance(balance(result)[0], partitioner)
+
+
+def ps_balance(per_ps: list[int], partitioner: str | None) -> str:
+    """Bytes on each PS, their shares and max/mean: how run-local and `tfjobgen status` show the PS's load."""
     total = sum(per_ps) or 1
+    mean = sum(per_ps) / len(per_ps)
+    ratio = max(per_ps) / mean if mean else 1.0
     rows = [[f"ps:{i}", f"{b:,}", f"{100 * b / total:.1f}%"] for i, b in enumerate(per_ps)]
     note = "" if ratio <= BALANCE_GOAL else (
         f"  (above {BALANCE_GOAL}: one PS carries more than its share"
