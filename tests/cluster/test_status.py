@@ -463,6 +463,13 @@ def test_watch_redraws_in_place_until_the_job_ends_and_ctrl_c_ends_it_quietly(cl
         """The pane and its history: a frame appended rather than redrawn would show there."""
         return run("capture-pane", "-p", "-S", "-", "-t", window)
 
+    def ended(window: str, what: str, timeout: float) -> str:
+        """The screen once the pane's process exited (tmux says so on it: remain-on-exit)."""
+        try:
+            return cluster.wait(lambda: _exit_status(screen(window)) is not None and screen(window), what, timeout)
+        except TimeoutError:
+            pytest.fail(f"{what}: not after {timeout} s; the screen:\n{screen(window)}")
+
     try:
         run("new-session", "-d", "-s", "keep")  # the server, so that remain-on-exit holds before a watch starts
         run("set-option", "-g", "remain-on-exit", "on")
@@ -471,8 +478,7 @@ def test_watch_redraws_in_place_until_the_job_ends_and_ctrl_c_ends_it_quietly(cl
                              and screen("ends"), "the watch's first frame", 30)
         assert "Ctrl-C to stop" in first and first.count("STATE") == 1
         cluster.succeed_pod(name, live_pod(cluster, name, "chief:0")["metadata"]["name"])
-        last = cluster.wait(lambda: run("display-message", "-p", "-t", "ends", "#{pane_dead}").strip() == "1"
-                            and screen("ends"), "the watch to end with the job", 60)
+        last = ended("ends", "the watch to end with the job", WITHIN)
         assert "the job has succeeded: watching no more" in last
         assert last.count("STATE") == 1 and last.count("TASK      PHASE") == 1, "redrawn in place, not appended"
         assert "succeeded: chief:0 completed (exit 0)" in last
@@ -485,9 +491,7 @@ def test_watch_redraws_in_place_until_the_job_ends_and_ctrl_c_ends_it_quietly(cl
         run("new-session", "-d", "-s", "interrupted", "-x", "200", "-y", "50", command(other))
         cluster.wait(lambda: "Ctrl-C to stop" in screen("interrupted"), "the second watch's first frame", 30)
         run("send-keys", "-t", "interrupted", "C-c")
-        cluster.wait(lambda: run("display-message", "-p", "-t", "interrupted", "#{pane_dead}").strip() == "1",
-                     "the watch to stop on Ctrl-C", 15)
-        stopped = screen("interrupted")
+        stopped = ended("interrupted", "the watch to stop on Ctrl-C", 15)
         assert "Traceback" not in stopped and "KeyboardInterrupt" not in stopped, stopped
         assert _exit_status(stopped) == 0
         if os.environ.get("UPDATE_STATUS_SCREEN") == "1":  # docs/status.md shows a frame of it

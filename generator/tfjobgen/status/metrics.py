@@ -58,7 +58,7 @@ class Training:
 def summarize(scrapes: dict, chief: str) -> Training:
     """`scrapes`: task -> read.Scrape; `chief`: the task that counts steps (chief:0, else worker:0)."""
     training = Training(chief=chief)
-    for task, scrape in sorted(scrapes.items()):
+    for task, scrape in scrapes.items():  # in table order (read.metrics)
         if scrape.error:
             training.unreachable[task] = scrape.error
             continue

@@ -22,9 +22,10 @@ The job's state, first that applies:
     waiting for admission  suspended for Kueue (its Workload not admitted), or a PodGroup not yet
                            Running with tasks unbound (Volcano, the coscheduling plugin)
     suspended              suspended, and nothing that would admit it (no Kueue queue)
-    starting               a task of the training cluster (chief, PS, workers) is not running: a
-                           Pending one waits for room, the others wait for it
-    running                every task of the training cluster runs
+    starting               a task of the training cluster (chief, PS, workers) is not running and the
+                           chief reports no step: a Pending one waits for room, the others wait for it
+    running                every task of the training cluster runs, or the chief reports steps (tf2
+                           trains on the workers it has)
 """
 
 from __future__ import annotations
@@ -384,14 +385,14 @@ def job_status(snapshot: Snapshot) -> JobStatus:
     status.topology = next(((p["metadata"].get("annotations") or {}).get(labels.TOPOLOGY) for p in pods
                             if (p["metadata"].get("annotations") or {}).get(labels.TOPOLOGY)),
                            decoded.pods[0].annotations.get(labels.TOPOLOGY, "none") if decoded and decoded.pods else "")
+    if snapshot.metrics:
+        status.training = metrics.summarize(snapshot.metrics, _leader(tasks))
+        status.training.partitioner = _partitioner(snapshot.pods)
     status.state, status.reason, status.cause = _state(snapshot, status, rules, runtime)
     for task in tasks:
         if task.phase == NO_POD and not task.why:
             task.why = _no_pod(status.state, task)
     _judge_placement(snapshot, status)
-    if snapshot.metrics:
-        status.training = metrics.summarize(snapshot.metrics, _leader(tasks))
-        status.training.partitioner = _partitioner(snapshot.pods)
     return status
 
 
@@ -440,9 +441,12 @@ def _state(snapshot: Snapshot, status: JobStatus, rules, runtime: bool) -> tuple
         return RUNNING, f"every task of the training cluster runs ({len(training)} of {len(training)})", ""
     if admission:
         return STARTING, admission[1], ""
+    missing = f"{len(waiting)} of {len(training)} training tasks not running: {_waiting(waiting)}"
+    if status.training and status.training.step:  # training goes on without them (tf2 steps on the workers it has)
+        return RUNNING, f"the chief reports step {status.training.step:,}, with {missing}", ""
     others = len(training) - len(waiting)
     then = f"; the other {others} wait for {'it' if len(waiting) == 1 else 'them'}" if others else ""
-    return STARTING, f"{len(waiting)} of {len(training)} training tasks not running: {_waiting(waiting)}{then}", ""
+    return STARTING, f"{missing}{then}", ""
 
 
 def _no_pod(state: str, task: TaskStatus) -> str:

@@ -244,7 +244,7 @@ class Reader:
         with ThreadPoolExecutor(max_workers=min(8, len(targets))) as pool:
             scrapes = dict(zip(targets, pool.map(lambda target: self._scrape(snapshot.namespace, *target),
                                                  targets.values())))
-        return dict(sorted(scrapes.items()))
+        return dict(sorted(scrapes.items(), key=lambda item: task_order(item[0])))
 
     def _scrape(self, namespace: str, pod: str, port: int) -> Scrape:
         from kubernetes.client.exceptions import ApiException
@@ -276,6 +276,13 @@ class Reader:
                 snapshot.pods = [p for p in pods if _belongs(p, job_namespace, name)]
                 found.append(snapshot)
         return found
+
+
+def task_order(task: str) -> tuple[int, int]:
+    """"role:index" in the order tables list tasks (contract.TABLE_ROLES, then the index as a number)."""
+    role, _, index = task.partition(":")
+    rank = contract.TABLE_ROLES.index(role) if role in contract.TABLE_ROLES else len(contract.TABLE_ROLES)
+    return rank, int(index) if index.isdigit() else 0
 
 
 def _belongs(obj: dict, namespace: str, name: str) -> bool:

@@ -97,16 +97,26 @@ def ps_block(status: model.JobStatus) -> str:
     training = status.training
     if training is None or not training.ps_bytes:
         return ""
-    per_ps = [training.ps_bytes[task] for task in sorted(training.ps_bytes, key=lambda t: int(t.split(":")[1]))]
+    per_ps = list(training.ps_bytes.values())  # ps:0, ps:1, ... (read.metrics orders them)
     return ps_balance(per_ps, training.partitioner)
 
 
-def text(status: model.JobStatus) -> str:
-    blocks = ["\n".join(header(status)), table.render(TASK_HEADERS, task_rows(status))]
-    ps = ps_block(status)
-    if ps:
-        blocks.append(ps)
-    return "\n\n".join(blocks)
+def text(status: model.JobStatus, max_lines: int | None = None) -> str:
+    """The header, the task table and the PS's bytes; within `max_lines` (a terminal's height), the tasks
+    with nothing to say (Running, never restarted) give way to one line counting them."""
+    top, ps = "\n".join(header(status)), ps_block(status)
+    rows, hidden = task_rows(status), set()
+    if max_lines is not None:
+        fixed = top.count("\n") + 1 + 1 + 2 + (ps.count("\n") + 2 if ps else 0)  # blank lines, the table's head
+        quiet = [i for i, t in enumerate(status.tasks) if t.phase == "Running" and not t.restarts and not t.why]
+        room = max_lines - fixed - 1  # and the line that counts what is not shown
+        if len(rows) > room and quiet:
+            hidden = set(quiet[max(room - (len(rows) - len(quiet)), 0):])
+            rows = [row for i, row in enumerate(rows) if i not in hidden]
+    tasks = table.render(TASK_HEADERS, rows)
+    if hidden:
+        tasks += f"\n... and {len(hidden)} more tasks Running, never restarted (a taller terminal shows them)"
+    return "\n\n".join([top, tasks] + ([ps] if ps else []))
 
 
 def as_json(status: model.JobStatus) -> dict:

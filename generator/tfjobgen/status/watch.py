@@ -16,12 +16,14 @@ from . import model, render
 from .read import StatusError
 
 
-def frame(status: model.JobStatus, interval: float, now: datetime.datetime, trouble: str = "") -> str:
+def frame(status: model.JobStatus, interval: float, now: datetime.datetime, trouble: str = "",
+          height: int | None = None) -> str:
+    """One screen: what is watched and when, then the status (within `height` lines when given)."""
     top = f"tfjobgen status {status.key}   every {interval:g} s   {now:%H:%M:%S} UTC   Ctrl-C to stop"
     if status.ended:
         top = f"tfjobgen status {status.key}   {now:%H:%M:%S} UTC   the job has {status.state}: watching no more"
-    lines = [top] + ([f"last read failed, retrying: {trouble}"] if trouble else []) + [""] + [render.text(status)]
-    return "\n".join(lines)
+    lines = [top] + ([f"last read failed, retrying: {trouble}"] if trouble else []) + [""]
+    return "\n".join(lines + [render.text(status, None if height is None else height - len(lines))])
 
 
 def watch(read: Callable[[], model.JobStatus], interval: float) -> int:
@@ -38,7 +40,7 @@ def watch(read: Callable[[], model.JobStatus], interval: float) -> int:
         with Live(console=console, auto_refresh=False, vertical_overflow="crop") as live:
             trouble = ""
             while True:
-                shown = frame(status, interval, _now(), trouble)
+                shown = frame(status, interval, _now(), trouble, console.size.height - 1)
                 live.update(Text(shown, no_wrap=True, overflow="ellipsis"), refresh=True)
                 if status.ended:
                     return 0
