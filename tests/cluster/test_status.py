@@ -494,8 +494,6 @@ def test_watch_redraws_in_place_until_the_job_ends_and_ctrl_c_ends_it_quietly(cl
         stopped = ended("interrupted", "the watch to stop on Ctrl-C", 15)
         assert "Traceback" not in stopped and "KeyboardInterrupt" not in stopped, stopped
         assert _exit_status(stopped) == 0
-        if os.environ.get("UPDATE_STATUS_SCREEN") == "1":  # docs/status.md shows a frame of it
-            (REPO / "docs" / "status-watch.txt").write_text(first.rstrip() + "\n")
     finally:
         subprocess.run([tmux, "-L", socket_name, "kill-server"], capture_output=True, timeout=30)
 
