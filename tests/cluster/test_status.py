@@ -29,7 +29,7 @@ import yaml
 from cluster_support import local_cluster, tfjobgen
 from conftest import REPO, need, tfjobgen_command
 from tfjobgen import contract, emit, labels, owned, pipeline, promises
-from tfjobgen.cluster import api, conformance, home, pki
+from tfjobgen.cluster import conformance, home, pki
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 BACKENDS = ("native", "jobset", "tfjob")
