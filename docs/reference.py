@@ -1,4 +1,5 @@
-"""Write docs/reference.md: every field of the intent and the profile, from the JSON Schemas.
+"""Write docs/reference.md: every field of the intent and the profile, from the JSON Schemas, and the
+fields `tfjobgen status --format json` prints.
 
     .venv/bin/python docs/reference.py
 
@@ -62,7 +63,8 @@ def _rows(node: dict, path: str, required: set[str], rows: list) -> None:
 def page() -> str:
     global ROOT
     out = ["# Field reference", "",
-           "Generated from [schemas/](../schemas/) by `docs/reference.py`; do not edit by hand.", ""]
+           "Generated from [schemas/](../schemas/), and the last section from `tfjobgen status`'s code, by "
+           "`docs/reference.py`; do not edit by hand.", ""]
     for name, title in ((schema.TRAINING_JOB, "TrainingJob (`jobs/*.yaml`)"),
                         (schema.CLUSTER_PROFILE, "ClusterProfile (`overlays/<cluster>/cluster-profile.yaml`)")):
         ROOT = schema.load(name)
@@ -78,7 +80,39 @@ def page() -> str:
             rows = []
             _rows(role, "", set(role.get("required", [])), rows)
             out += rows + [""]
-    return "\n".join(out)
+    return "\n".join(out + _status())
+
+
+def _status() -> list[str]:
+    """What `tfjobgen status --format json` prints: the states from status/model.py, the exit meanings from
+    contract.py (their one homes), the fields as status/render.py writes them."""
+    from tfjobgen import contract
+    from tfjobgen.status import model
+
+    states = [model.FAILED, model.SUCCEEDED, model.WAITING, model.SUSPENDED, model.STARTING, model.RUNNING]
+    exits = [f"**{code}** {meaning}" for code, meaning in sorted(contract.EXIT_MEANINGS.items())]
+    exits += [f"**{contract.SIGNAL_EXIT_BASE + n}** {name}: {why}" for n, (name, why) in sorted(contract.SIGNALS.items())]
+    return ["## `tfjobgen status --format json`", "",
+            "What a job is doing on a cluster ([status.md](status.md) says how each field is read, per backend).", "",
+            "| field | meaning |", "| --- | --- |",
+            f"| `job.state` | {', '.join(f'`{s}`' for s in states)}: the first that applies |",
+            "| `job.reason` | one line: why the job is in that state (the task that failed it, the scheduler's reason, "
+            "Kueue's or a PodGroup's words) |",
+            "| `job.cause` | the task (`role:index`) whose failure ended the job, or null |",
+            "| `job.conditions[]` | `object`, `type`, `reason`, `message` of every true condition behind the state |",
+            "| `job.placement` | `topology`, `holds`, `placed`, `tasks`, `broken[]`: the topology's promise on the real "
+            "bindings, or null when it cannot be judged |",
+            "| `job.metrics` | `step`, `stepsPerSecond`, `loss`, `psBytes`, `psMaxOverMean`, `partitioner`, "
+            "`unreachable` (task: why): the runtime's metrics through the API server's pod proxy |",
+            "| `job.phases`, `job.roles`, `job.notes` | tasks per phase and per role; what could not be read |",
+            f"| `tasks[].phase` | `Pending`, `Running`, `Succeeded`, `Failed`, `Terminating`, or `{model.NO_POD}` |",
+            "| `tasks[].restarts`, `tasks[].failures` | new pods it got after failures; `counted` and `notCounted` "
+            "(taken away by the cluster) failures, as its controller counts them |",
+            "| `tasks[].exitCode`, `tasks[].meaning` | the ended container's code and what it means: "
+            + " · ".join(exits).replace("|", "\\|") + " |",
+            "| `tasks[].reason` | one line: why the task is in that phase |",
+            "| `tasks[].lastFailure` | `pod`, `exitCode`, `reason`, `meaning`, `disruption` of the pod before, when the "
+            "task was replaced |", ""]
 
 
 ROOT: dict = {}

@@ -283,3 +283,22 @@ def test_a_value_an_overlay_patched_is_reported_at_the_patch(tmp_path):
     [line] = [p.format() for p in problems if p.is_error]
     assert line.startswith(f"jobs/wide-deep.yaml:{worker_line}: spec.roles.worker.cpu: qos cpuset needs whole CPUs")
     assert line.endswith(f"(the build has 4500m: the overlay changed it; jobs/wide-deep.yaml:{worker_line} has 4)")
+
+
+@pytest.mark.slow  # a Python process of its own: sys.modules is only clean in a fresh one
+def test_the_krm_function_and_the_command_line_import_no_cluster_client():
+    """The Kubernetes client (and rich) load only when `tfjobgen status` or `cluster` runs: the KRM function
+    starts in every kustomize build, and its cold start must not pay for them."""
+    import os
+    import sys
+
+    code = ("import sys\nfrom tfjobgen import cli\ncode = cli.main(['krm'])\nafter_krm = sorted(sys.modules)\n"
+            "cli._parser()\n"
+            "heavy = ('kubernetes', 'rich', 'urllib3', 'tensorflow')\n"
+            "print([m for m in after_krm if m.split('.')[0] in heavy], "
+            "[m for m in sys.modules if m.split('.')[0] in heavy], code, file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], input=_resource_list(_job(), config=PROFILE),
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "generator")})
+    assert proc.stderr.strip().splitlines()[-1] == "[] [] 0", proc.stderr
+    assert load_yaml_stream(proc.stdout)[0]["items"], "the function ran and returned the job's objects"

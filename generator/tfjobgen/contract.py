@@ -107,3 +107,35 @@ EXIT_ABORTED = 4  # another task failed for good and the chief stopped this one
 EXIT_INTERRUPTED = 130
 # Exits after which a new pod cannot do better: they fail the whole job at once (lifecycle.py).
 PERMANENT_EXIT_CODES = (EXIT_SETUP, EXIT_CHIEF_GONE, EXIT_ABORTED)
+
+# What each exit says, for people (`tfjobgen status`, run-local's messages): this is their one home.
+EXIT_MEANINGS = {
+    EXIT_OK: "done",
+    EXIT_FAILED: "training failed; a new pod may do better",
+    EXIT_SETUP: "wrong configuration; a new pod will not help",
+    EXIT_CHIEF_GONE: "the chief stayed unreachable too long",
+    EXIT_ABORTED: "stopped by the chief: another task failed for good",
+}
+# A process killed by signal n exits 128 + n, as the kubelet reports a container's end (EXIT_INTERRUPTED
+# is 128 + SIGINT). The signals a pod's process meets, and why it usually met them.
+SIGNAL_EXIT_BASE = 128
+SIGNALS = {
+    2: ("SIGINT", "interrupted"),
+    9: ("SIGKILL", "killed: out of memory, or it did not stop within its grace period"),
+    15: ("SIGTERM", "stopped: its pod was deleted (evicted, preempted, its node lost, or its job ended)"),
+}
+
+
+def signal_name(number: int) -> str:
+    return SIGNALS[number][0] if number in SIGNALS else f"signal {number}"
+
+
+def exit_meaning(code: int, runtime: bool = True) -> str:
+    """What a task's exit code means; `runtime`: the task runs tfjobgen's runtime (a program of your own
+    gives its codes its own meanings: only 0 and the signals are known). "" when nothing is known."""
+    if code > SIGNAL_EXIT_BASE:
+        number = code - SIGNAL_EXIT_BASE
+        return f"{signal_name(number)}: {SIGNALS[number][1] if number in SIGNALS else 'killed by a signal'}"
+    if runtime or code == EXIT_OK:
+        return EXIT_MEANINGS.get(code, "")
+    return ""

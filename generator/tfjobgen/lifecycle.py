@@ -39,6 +39,14 @@ from .profile import ClusterProfile
 
 RESTART_POLICY = "Never"
 DISRUPTION_CONDITION = "DisruptionTarget"  # set by the cluster on pods it evicts or preempts
+# The condition's reasons (k8s.io/api core/v1), in words: what took the pod away.
+DISRUPTIONS = {
+    "EvictionByEvictionAPI": "evicted (the Eviction API: a drain, or an administrator)",
+    "PreemptionByScheduler": "preempted by the scheduler for a pod of higher priority",
+    "DeletionByTaintManager": "its node was lost (a NoExecute taint)",
+    "DeletionByPodGC": "its node is gone (the pod garbage collector)",
+    "TerminationByKubelet": "ended by its kubelet (node pressure or a node shutdown)",
+}
 # The Job controller waits before it creates a failed task's next pod: 10 s, doubling per failure
 # of that index (counted or not), at most 10 minutes (pkg/controller/job: DefaultJobPodFailureBackOff,
 # MaxJobPodFailureBackOff, getRemainingTimePerIndex).

@@ -54,6 +54,24 @@ def live(pods: list[dict]) -> list[dict]:
             and not (p.get("metadata") or {}).get("deletionTimestamp")]
 
 
+def pending_reason(pod: dict, events: list[dict] = ()) -> str:
+    """Why a pod waits for a node, in the scheduler's own words: its PodScheduled condition, else the
+    last FailedScheduling event among `events` (the pod's own), else that it was not scheduled yet."""
+    nominated = (pod.get("status") or {}).get("nominatedNodeName")
+    if nominated:
+        return f"nominated for {nominated}: waiting for the pods it preempted there to leave"
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "PodScheduled" and condition["status"] == "False" and condition.get("message"):
+            return condition["message"]
+    failed = [e for e in events if e.get("reason") == "FailedScheduling" and e.get("message")]
+    if failed:
+        return failed[-1]["message"]
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "PodScheduled" and condition["status"] == "False":
+            return condition.get("reason") or "unschedulable"
+    return "not yet scheduled"
+
+
 @dataclass
 class Verdict:
     job: str

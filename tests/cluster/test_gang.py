@@ -272,4 +272,7 @@ def test_a_gang_scheduler_that_is_not_built_is_named_and_the_rest_of_the_cluster
             (cache / family.installed_in.name).symlink_to(family.installed_in)
     with local_cluster(PROFILES / "gang-volcano.yaml", 1, env={"TFJOBGEN_TOOLS_CACHE": str(cache)}) as cluster:
         assert "volcano left out: vc-scheduler not built (make cluster-tools)" in cluster.up_stderr
-        assert cluster.state()["missing"] == ["volcano"] and "jobset" in cluster.state()["components"]
+        assert cluster.state()["missing"] == ["volcano"]
+        assert {"jobset", "training-operator"} <= set(cluster.state()["components"])
+        # The operator watches Volcano's PodGroups when told to gang with it: without Volcano it runs without.
+        assert "training-operator runs without gang scheduling: volcano is not running" in cluster.up_stderr

@@ -42,3 +42,27 @@ def test_each_ps_serves_the_bytes_the_planner_places_on_it_and_no_training_metri
     assert _value(served[0], "tfjobgen_steps_total") is None
     assert metrics.names_for("ps", chief=False) == ("tfjobgen_startup_seconds", "tfjobgen_ps_variable_bytes")
 
+
+
+def test_status_reads_the_step_pace_and_ps_bytes_the_runtime_serves():
+    """tfjobgen status parses the exposition prometheus-client writes (no client library of its own)."""
+    from tfjobgen.status import metrics as status_metrics
+    from tfjobgen.status.read import Scrape
+
+    chief, ps = metrics.Metrics(_task("chief"), started=0.0), [metrics.Metrics(_task("ps", i), started=0.0)
+                                                               for i in (0, 1)]
+    for event, fields in ((events.UP, {}), (events.STEP, {"step": 50, "loss": 0.6}), (events.STEP, {"step": 90})):
+        chief.observe(event, fields)
+    served = {"chief:0": chief, "ps:0": ps[0], "ps:1": ps[1]}
+    scrapes = {task: Scrape(task, text=prometheus_client.generate_latest(m.registry).decode())
+               for task, m in served.items()}
+    scrapes["worker:0"] = Scrape("w", error="HTTP 503: no answer")
+    found = status_metrics.summarize(scrapes, "chief:0")
+    count = _value(chief, "tfjobgen_step_duration_seconds_count")
+    assert found.step == 90 and found.loss == 0.6 and count == 2
+    assert found.steps_per_second == count / _value(chief, "tfjobgen_step_duration_seconds_sum")
+    assert found.ps_bytes == {"ps:0": metrics.ps_bytes(ps[0].task), "ps:1": metrics.ps_bytes(ps[1].task)}
+    assert found.unreachable == {"worker:0": "HTTP 503: no answer"}
+    fresh = status_metrics.summarize({"chief:0": Scrape("c", text=prometheus_client.generate_latest(
+        metrics.Metrics(_task("chief"), started=0.0).registry).decode())}, "chief:0")
+    assert fresh.step == 0 and fresh.loss is None and fresh.steps_per_second is None  # NaN loss: none yet

@@ -76,8 +76,8 @@ def test_the_chief_failing_for_good_ends_every_task_within_a_minute(tmp_path):
     assert run.returncode == 1 and run.leftovers == []
     fail = [line for line in run.output.splitlines() if line.startswith("FAIL: ")]
     assert len(fail) == 1, run.output
-    assert "chief:0 exited with code 1 before it came up and failed for good (no retry left of 0): ps:1 " \
-           "(127.0.0.1:" in fail[0], run.output
+    assert "chief:0 exited with code 1 (training failed; a new pod may do better) before it came up and failed " \
+           "for good (no retry left of 0): ps:1 (127.0.0.1:" in fail[0], run.output
     assert "did not come up within 30 s" in fail[0] and "ps:0" not in fail[0].split("every task")[0]
     assert run.report["failed_for_good"]["task"] == "chief:0"
     others = {name: task for name, task in run.report["tasks"].items() if name != "chief:0"}

@@ -11,6 +11,7 @@
                     the other objects that controller creates (Services)
       one_object    whether one object carries the whole job: what a gang scheduler that
                     admits objects (Kueue) needs to know of it (gang.py)
+      reporting     how its controller reports on a running job: what `tfjobgen status` reads
 
 `summary`, `diff`, `run-local` and the tests read rendered objects only through
 `decode`, so they work for every backend alike.
@@ -59,6 +60,21 @@ class DecodedJob:
 
 
 @dataclass(frozen=True)
+class Reporting:
+    """How a backend's controller reports on a job it runs (status/model.py reads the job with it)."""
+
+    kind: str  # of the object(s) carrying the job
+    suspend: tuple[str, ...] = ("suspend",)  # where a carrier's spec holds its suspend flag
+    # False when no object says the whole job succeeded (native: each Job completes on its own), so the
+    # job is done when its leading task (the chief, else worker 0) is.
+    job_conditions: bool = True
+    # True when the job's child Jobs carry the Failed condition that names the pod which failed it (JobSet's).
+    child_jobs_name_failure: bool = False
+    # True when the exit codes of the pods it deletes survive only in its ExitedWithCode events (the operator).
+    exits_in_events: bool = False
+
+
+@dataclass(frozen=True)
 class Backend:
     name: str
     naming: Naming
@@ -69,3 +85,4 @@ class Backend:
     # types): Kueue admits it whole, as one Workload with a PodSet per role. False when the job is several
     # objects (batch/v1 Jobs), each of which Kueue admits on its own, so that its parts may wait for each other.
     one_object: bool
+    reporting: Reporting

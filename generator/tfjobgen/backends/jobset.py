@@ -49,7 +49,7 @@ from ..plan import JobPlan, RolePlan
 from ..problems import Problem
 from ..profile import ClusterProfile
 from . import common
-from .base import Backend, DecodedJob
+from .base import Backend, DecodedJob, Reporting
 
 NAME = "jobset"
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -211,5 +211,6 @@ def _service(jobset: dict) -> dict:
                      "selector": {JOBSET_NAME: meta["name"]}}}
 
 
-BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=True)
+BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=True,
+                  reporting=Reporting(KIND, child_jobs_name_failure=True))
 

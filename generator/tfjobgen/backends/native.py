@@ -28,7 +28,7 @@ from ..plan import JobPlan, RolePlan
 from ..problems import Problem
 from ..profile import ClusterProfile
 from . import common
-from .base import Backend, DecodedJob
+from .base import Backend, DecodedJob, Reporting
 
 NAME = "native"
 
@@ -84,4 +84,6 @@ def _decode_one(namespace: str, name: str, members: list[dict], jobs: list[dict]
                       common.cluster_config(members))
 
 
-BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=False)  # a Job per role, or per task
+# A Job per role, or per task: none of them speaks for the whole job.
+BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=False,
+                  reporting=Reporting("Job", job_conditions=False))

@@ -55,7 +55,7 @@ from ..plan import JobPlan, RolePlan
 from ..problems import WARNING, Problem
 from ..profile import ClusterProfile
 from . import common
-from .base import Backend, DecodedJob
+from .base import Backend, DecodedJob, Reporting
 
 NAME = "tfjob"
 API_VERSION = "kubeflow.org/v1"
@@ -226,4 +226,5 @@ def _service(pod: pods.Pod) -> dict:
                                for p in ports]}}
 
 
-BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=True)
+BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=True,
+                  reporting=Reporting(KIND, suspend=("runPolicy", "suspend"), exits_in_events=True))

@@ -12,28 +12,39 @@ class ClusterUnreachable(Exception):
     pass
 
 
-def connect(kubeconfig: str | None = None, context: str | None = None):
-    """An ApiClient for the kubeconfig (default: $KUBECONFIG or ~/.kube/config)."""
+def connect(kubeconfig: str | None = None, context: str | None = None, retries: int | None = None):
+    """An ApiClient for the kubeconfig (default: $KUBECONFIG or ~/.kube/config). `retries`: how often a
+    request is tried again when the server cannot be reached (None: urllib3's default, 3)."""
     try:
-        from kubernetes import config
+        from kubernetes import client, config
     except ImportError:
         raise ClusterUnreachable("the Kubernetes client is not installed: pip install 'tfjobgen[cluster]'") from None
     try:
-        return config.new_client_from_config(config_file=kubeconfig, context=context)
+        configuration = type.__call__(client.Configuration)  # a fresh one, as new_client_from_config makes
+        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
+                                persist_config=False)
     except config.ConfigException as err:
         raise ClusterUnreachable(f"no usable kubeconfig: {err}") from None
     except FileNotFoundError as err:
         raise ClusterUnreachable(f"no kubeconfig at {err.filename}") from None
+    configuration.retries = retries
+    return client.ApiClient(configuration=configuration)
 
 
 class Objects:
-    """Create, apply, read and delete objects of any kind, found by discovery once."""
+    """Create, apply, read and delete objects of any kind, found by discovery once (when first needed:
+    reading by path, get_json, needs none)."""
 
     def __init__(self, api_client):
-        from kubernetes import dynamic
-
         self.api_client = api_client
-        self.dynamic = dynamic.DynamicClient(api_client)
+
+    @property
+    def dynamic(self):
+        if not hasattr(self, "_dynamic"):
+            from kubernetes import dynamic
+
+            self._dynamic = dynamic.DynamicClient(self.api_client)
+        return self._dynamic
 
     def resource(self, api_version: str, kind: str):
         return self.dynamic.resources.get(api_version=api_version, kind=kind)
@@ -65,14 +76,23 @@ class Objects:
         query = {k: v for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if v}
         return self.get_json(self.resource(api_version, kind).path(namespace=namespace), query).get("items") or []
 
-    def get_json(self, path: str, query: dict | None = None) -> dict:
+    def get_json(self, path: str, query: dict | None = None, timeout: float | None = None) -> dict:
         import json
+
+        return json.loads(self.get_raw(path, query, timeout, accept="application/json"))
+
+    def get_raw(self, path: str, query: dict | None = None, timeout: float | None = None, accept: str = "*/*") -> bytes:
+        """The body of a GET of `path` (kubernetes.client.ApiException when the answer is not 2xx)."""
         from urllib.parse import urlencode
 
         url = self.api_client.configuration.host + path + (f"?{urlencode(query)}" if query else "")
-        response = self.api_client.call_api("GET", url, header_params={"Accept": "application/json"})
+        response = self.api_client.call_api("GET", url, header_params={"Accept": accept}, _request_timeout=timeout)
         response.read()
-        return json.loads(response.data)
+        if not 200 <= response.status < 300:  # the client's call_api returns every answer: a 403 is no list
+            from kubernetes.client.exceptions import ApiException
+
+            raise ApiException(http_resp=response)
+        return response.data
 
     def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict | None:
         from kubernetes.dynamic.exceptions import NotFoundError

@@ -8,6 +8,7 @@ Where a flag departs from a component's default, the comment says why.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,10 @@ class ClusterFiles:
     def kubeconfig(self) -> Path:
         return self.home / "kubeconfig"
 
+    @property
+    def pod_network(self) -> Path:
+        return self.home / "pod-network.sock"
+
 
 def etcd(files: ClusterFiles, client_port: int, peer_port: int) -> Component:
     client, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
@@ -50,6 +55,26 @@ def etcd(files: ClusterFiles, client_port: int, peer_port: int) -> Component:
         "--unsafe-no-fsync",  # a throwaway store: durability costs seconds on every write burst
         "--quota-backend-bytes=4294967296",
     ])
+
+
+def egress_configuration(files: ClusterFiles) -> Path:
+    """The API server's traffic to pods, services and kubelets goes through the pod network (podnet.py)."""
+    config = {"apiVersion": "apiserver.k8s.io/v1beta1", "kind": "EgressSelectorConfiguration", "egressSelections": [
+        {"name": "cluster", "connection": {"proxyProtocol": "HTTPConnect",
+                                           "transport": {"uds": {"udsName": str(files.pod_network)}}}}]}
+    path = files.config / "egress-selector.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=1) + "\n")
+    return path
+
+
+def pod_network(files: ClusterFiles, api_port: int) -> Component:
+    pki = files.pki
+    return Component("pod-network", [
+        sys.executable, "-m", "tfjobgen.cluster.podnet", f"--socket={files.pod_network}",
+        f"--server=https://127.0.0.1:{api_port}", f"--ca={pki / 'ca.crt'}", f"--cert={pki / 'admin.crt'}",
+        f"--key={pki / 'admin.key'}",
+    ], env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])})  # this package, installed or not
 
 
 def kube_apiserver(files: ClusterFiles, port: int, etcd_port: int) -> Component:
@@ -65,6 +90,7 @@ def kube_apiserver(files: ClusterFiles, port: int, etcd_port: int) -> Component:
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--authorization-mode=RBAC",
+        f"--egress-selector-config-file={egress_configuration(files)}",
         # On by default since 1.25 and 1.14; named so that the tests' claim "enforced by a real
         # admission plugin" reads off the command line.
         "--enable-admission-plugins=PodSecurity,Priority",

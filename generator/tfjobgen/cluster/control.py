@@ -1,9 +1,9 @@
 """`cluster up` and `cluster down`: a local cluster shaped as a profile, started and stopped whole.
 
-up:   check the profile and the programs -> certificates -> etcd -> kube-apiserver -> the
-      controller manager, the scheduler and KWOK -> PriorityClasses and nodes -> every node
-      Ready -> the controllers -> Argo CD (--argocd: argocd.py) -> state.json. Any failure, or
-      Ctrl-C, stops what was started and removes the folder.
+up:   check the profile and the programs -> certificates -> etcd -> kube-apiserver and the pod
+      network (podnet.py) -> the controller manager, the scheduler and KWOK -> PriorityClasses and
+      nodes -> every node Ready -> the controllers -> Argo CD (--argocd: argocd.py) -> state.json.
+      Any failure, or Ctrl-C, stops what was started and removes the folder.
 down: stop every process marked with the cluster's folder, then remove the folder.
 """
 
@@ -87,11 +87,13 @@ def _start(profile_path, profile, groups, name, files: ClusterFiles, started, sa
     etcd = _launch(components.etcd(files, etcd_client, etcd_peer), files, started)
     processes.wait_for(etcd, lambda: _get(f"http://127.0.0.1:{etcd_client}/health"), START_TIMEOUT, "a healthy store")
 
-    step("kube-apiserver")
+    step("kube-apiserver, pod network")
+    network = _launch(components.pod_network(files, api_port), files, started)
     apiserver = _launch(components.kube_apiserver(files, api_port, etcd_client), files, started)
     server = f"https://127.0.0.1:{api_port}"
     trusted = ssl.create_default_context(cafile=str(ca.cert))
     processes.wait_for(apiserver, lambda: _get(server + "/readyz", trusted), START_TIMEOUT, "readiness (/readyz)")
+    processes.wait_for(network, files.pod_network.exists, START_TIMEOUT, f"its socket {files.pod_network}")
     files.kubeconfig.write_text(home.kubeconfig_text(name, server, ca.cert.read_bytes(), admin.cert.read_bytes(),
                                                       admin.key.read_bytes()))
     files.kubeconfig.chmod(0o600)
@@ -121,7 +123,7 @@ def _start(profile_path, profile, groups, name, files: ClusterFiles, started, sa
     outcome = controllers.start_all(files, ca, objects, profile, step, warn, started)
     gitops_state = {}
     if gitops:
-        context = controllers.Context(files, ca, objects, profile, step)
+        context = controllers.Context(files, ca, objects, profile, step, warn, tuple(outcome.started))
         try:
             gitops_state = argocd.start(context, gitops)
         finally:

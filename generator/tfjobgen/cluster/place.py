@@ -167,16 +167,6 @@ def _unschedulable(pod: dict) -> bool:
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
-def pending_reason(pod: dict) -> str:
-    nominated = (pod.get("status") or {}).get("nominatedNodeName")
-    if nominated:
-        return f"nominated for {nominated}: waiting for the pods it preempted there to leave"
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition["type"] == "PodScheduled" and condition["status"] == "False":
-            return condition.get("message") or condition.get("reason") or "unschedulable"
-    return "not yet scheduled"
-
-
 def _evict(client: api.Objects, pod: dict) -> None:
     meta = pod["metadata"]
     eviction = client.resource("v1", "Pod").subresources["eviction"]
@@ -201,7 +191,7 @@ def outcomes(pods: list[dict], node_count: int, preempted: Counter) -> dict[str,
     for pod in promises.live(pods):
         task = promises.task_of(pod)
         if task.job and not task.node:
-            pending[task.job].append((task.name, pending_reason(pod)))
+            pending[task.job].append((task.name, promises.pending_reason(pod)))
     return {job: JobOutcome(job, v.topology, v.tasks, v.placed, v.holds, v.broken, sorted(pending[job]),
                             preempted.get(job, 0))
             for job, v in promises.verdicts(pods, node_count).items()}

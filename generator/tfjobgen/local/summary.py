@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from .. import table
-from ..variable_placement.sharding import BALANCE_GOAL
+from ..ps_load import ps_balance
 from .supervisor import RunResult
 
 
@@ -69,14 +69,7 @@ def _training(result: RunResult, batch_size: int | None) -> str:
 
 
 def _placement(result: RunResult, partitioner: str | None) -> str:
-    per_ps, ratio = balance(result)
-    total = sum(per_ps) or 1
-    rows = [[f"ps:{i}", f"{b:,}", f"{100 * b / total:.1f}%"] for i, b in enumerate(per_ps)]
-    note = "" if ratio <= BALANCE_GOAL else (
-        f"  (above {BALANCE_GOAL}: one PS carries more than its share"
-        + (": partitioner none keeps the embedding whole)" if partitioner == "none" else ")"))
-    return (table.render(["PS", "BYTES", "SHARE"], rows)
-            + f"\nPS balance max/mean {ratio:.2f} (partitioner {partitioner or '?'}){note}")
+    return ps_balance(balance(result)[0], partitioner)
 
 
 def _faults(result: RunResult) -> str:

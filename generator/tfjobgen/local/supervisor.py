@@ -304,7 +304,7 @@ class Supervisor:
                     return self._own_program_finished()
                 self.on_update(self, "exit")
                 continue
-            why = describe_exit(code)
+            why = describe_exit(code, self.uses_runtime)
             detail = state.last_error or state.last_line or "no output"
             if not state.up and any(p in detail for p in _PORT_TAKEN):
                 raise PortCollision(f"{name}: {detail}")
@@ -474,13 +474,13 @@ class Supervisor:
                 fault["resumed_from"] = int(resumed[-1]["step"]) if resumed else None
 
 
-def describe_exit(code: int) -> str:
+def describe_exit(code: int, runtime: bool) -> str:
+    """How a task's process ended (`code` as Popen gives it: -n when signal n killed it), with what the
+    code means (contract.exit_meaning; `runtime`: it ran tfjobgen's runtime)."""
     if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
+        return f"was killed by {contract.signal_name(-code)}"
+    meaning = contract.exit_meaning(code, runtime) if code else ""
+    return f"exited with code {code}" + (f" ({meaning})" if meaning else "")
 
 
 def _clip(text: str, limit: int = 160) -> str:

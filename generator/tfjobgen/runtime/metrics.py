@@ -87,9 +87,11 @@ class Metrics:
         self.last_time = started
         self._prom = prom
 
-    def serve(self) -> None:
-        """Serve on every interface of the pod (the NetworkPolicy admits only the monitoring namespace)."""
-        self._prom.start_http_server(self.task.metrics_port, registry=self.registry)
+    def serve(self, address: str = "0.0.0.0"):
+        """Serve on every interface of the pod (the NetworkPolicy admits only the monitoring namespace), or
+        on `address` alone; the HTTP server (its shutdown() stops it)."""
+        server, _ = self._prom.start_http_server(self.task.metrics_port, addr=address, registry=self.registry)
+        return server
 
     def observe(self, event: str, fields: dict) -> None:
         now = time.monotonic()

@@ -41,6 +41,8 @@ class Context:
     objects: api.Objects
     profile: ClusterProfile
     say: Callable[[str], None]
+    warn: Callable[[str], None]
+    running: tuple[str, ...] = ()  # the controllers started before this one (their NAMEs)
     started: list[processes.Started] = field(default_factory=list)  # by this controller
     ports_taken: dict[str, int] = field(default_factory=dict)
 
@@ -154,7 +156,7 @@ def start_all(files: ClusterFiles, ca: pki.Pair, objects: api.Objects, profile: 
             outcome.missing[module.NAME] = reason
             warn(f"{module.NAME} left out: {reason}")
             continue
-        context = Context(files, ca, objects, profile, say)
+        context = Context(files, ca, objects, profile, say, warn, tuple(outcome.started))
         begun = time.monotonic()
         try:
             module.start(context)

@@ -12,7 +12,9 @@ validating webhook (TFJob's spec checks: replica types, the `tensorflow` contain
 registered by URL from the module's own manifests.
 
 `arguments(profile, ...)` is the one place its flags are written: what a profile asks of the
-operator (a gang scheduler's name) goes there.
+operator (a gang scheduler's name) goes there. The operator watches its gang scheduler's PodGroups
+and does not start without their CRD, so a gang scheduler left out (not built) leaves the operator
+without gang: it runs TFJobs, and `cluster up` says their PodGroups are not written.
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ def wanted(profile: ClusterProfile) -> bool:
 
 
 def arguments(profile: ClusterProfile, *, kubeconfig: Path, certificates: Path, webhook_port: int,
-              health_port: int, metrics_port: int) -> list[str]:
-    """The operator's command line for a cluster of `profile`."""
+              health_port: int, metrics_port: int, gang_running: bool = True) -> list[str]:
+    """The operator's command line for a cluster of `profile` (`gang_running`: its gang scheduler runs)."""
     gang = []
-    if profile.gang.scheduler == "volcano":  # the operator then writes each TFJob's PodGroup itself (tfjob.py)
+    if not gang_running:
+        pass
+    elif profile.gang.scheduler == "volcano":  # the operator then writes each TFJob's PodGroup itself (tfjob.py)
         gang = ["--gang-scheduler-name=volcano"]
     elif profile.gang.scheduler == "scheduler-plugins":
         gang = [f"--gang-scheduler-name={profile.gang.scheduler_name}"]
@@ -72,9 +76,14 @@ def start(context: Context) -> None:
     context.install(load_yaml_files(family.asset(CRD)))
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     certificates = context.serving_certificate(NAME)
+    scheduler = context.profile.gang.scheduler
+    gang_running = scheduler not in ("volcano", "scheduler-plugins") or scheduler in context.running
+    if not gang_running:
+        context.warn(f"{NAME} runs without gang scheduling: {scheduler} is not running, so no TFJob gets a PodGroup")
     process = context.launch(Component(NAME, arguments(
         context.profile, kubeconfig=context.files.kubeconfig, certificates=certificates, webhook_port=webhook_port,
-        health_port=health_port, metrics_port=metrics_port)))
+        health_port=health_port, metrics_port=metrics_port,
+        gang_running=gang_running)))
     wait_serving(process, webhook_port, context.ca)
     wait_healthy(process, health_port, "/readyz")
     configurations = [o for o in kustomized(family.asset(WEBHOOKS)) if o["kind"] == "ValidatingWebhookConfiguration"]
