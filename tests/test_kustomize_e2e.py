@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from cluster_dns import ClusterDNS
-from conftest import OVERLAYS, REPO, kubectl, kustomize_build, load_yaml_stream
+from conftest import OVERLAYS, REPO, kubectl, kustomize_build, load_yaml_stream, need
 from jobs import JOB_FILES
 from tfjobgen import backends, describe, labels
 
@@ -189,9 +189,12 @@ def test_a_build_without_jobs_is_refused(tmp_path):
 
 
 def test_standalone_kustomize_gives_the_same_bytes(built_overlays):
-    kustomize = shutil.which("kustomize")
-    if not kustomize:  # optional even in CI: no standalone kustomize is packaged for this machine
-        pytest.skip("no standalone kustomize on PATH (Argo CD ships 5.8); kubectl's embedded v5.5 is tested above")
+    """The kustomize Argo CD's repo-server runs (make cluster-tools builds Argo CD 3.2's, v5.7) gives the
+    bytes kubectl's embedded v5.5 gives."""
+    from tfjobgen.cluster import tools
+
+    built = None if tools.missing(["kustomize"]) else str(tools.program("kustomize"))
+    kustomize = need("kustomize (standalone)", built, "run `make cluster-tools`")
     env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": str(REPO / "plugins")}
     for overlay in OVERLAYS:
         proc = subprocess.run([kustomize, "build", "--enable-alpha-plugins", "--enable-exec",
