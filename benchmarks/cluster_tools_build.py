@@ -51,6 +51,8 @@ def main() -> int:
         peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", report)[1]) * 1024
         print(proc.stdout)
         print(f"exit {proc.returncode}\n")
+        if proc.returncode:  # what tfjobgen said, before GNU time's report
+            print(report[:report.find("\tCommand being timed")].strip() + "\n")
         print("| what | figure |\n| --- | ---: |")
         print(f"| wall time (h:mm:ss) | {wall} |")
         print(f"| CPU time, every process (s) | {user + system:,.0f} |")

@@ -194,11 +194,17 @@ def _copy_assets(family: Family, target: Path, env: dict) -> None:
 
 
 def _module_dir(family: Family, env: dict) -> Path:
+    """Where the module cache holds the pinned release's source, downloaded first if it is not there yet
+    (`go list -m` names no folder for a module it has not downloaded: a fresh machine's case)."""
     import json
 
-    listed = subprocess.run(["go", "list", "-m", "-json", family.module], cwd=family.folder, env=env,
-                            capture_output=True, text=True, check=True)
-    return Path(json.loads(listed.stdout)["Dir"])
+    listed = subprocess.run(["go", "mod", "download", "-json", family.module], cwd=family.folder, env=env,
+                            capture_output=True, text=True)
+    found = json.loads(listed.stdout or "{}") if listed.stdout.lstrip().startswith("{") else {}
+    if listed.returncode or not found.get("Dir"):
+        why = found.get("Error") or listed.stderr.strip() or f"exit {listed.returncode}"
+        raise BuildFailed(f"{family.module} {family.version}: could not download its source: {why}")
+    return Path(found["Dir"])
 
 
 def _edited_copy(family: Family, folder: Path, env: dict) -> Path:
