@@ -62,9 +62,12 @@ diff: venv
 cluster-tools: venv
 	@$(BIN)/tfjobgen cluster tools
 
-# Everything: real kubectl, kpt, git, checkov, TensorFlow processes and the local cluster.
+# Everything: real kubectl, kpt, git, checkov, TensorFlow processes and the local cluster, in
+# TEST_PROCESSES processes, a test file per process at a time (its module's cluster is started once).
+# Two halve the time on two cores: the cluster tier mostly waits on controllers (docs/cluster.md).
+TEST_PROCESSES ?= 2
 test: venv checkov cluster-tools
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile
 
 # The edit loop: only tests marked `fast` (no kubectl, kpt, git, TensorFlow, socket timeouts,
 # hypothesis or checkov; tests/conftest.py marks each test by the tools it reaches).

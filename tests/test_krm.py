@@ -297,7 +297,7 @@ def test_the_krm_function_and_the_command_line_import_no_cluster_client():
             "heavy = ('kubernetes', 'rich', 'urllib3', 'tensorflow')\n"
             "print([m for m in after_krm if m.split('.')[0] in heavy], "
             "[m for m in sys.modules if m.split('.')[0] in heavy], code, file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code], input=_resource_list(_job(), config=PROFILE),
+    proc = subprocess.run([sys.executable, "-c", code], input=_resource_list(_intent(), config=PROFILE),
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(REPO / "generator")})
     assert proc.stderr.strip().splitlines()[-1] == "[] [] 0", proc.stderr
