@@ -15,6 +15,7 @@ or started is left out: `cluster up` says so on stderr and starts the rest.
 from __future__ import annotations
 
 import importlib
+import json
 import socket
 import ssl
 import time
@@ -25,7 +26,7 @@ from typing import Callable
 from ... import owned
 from ...profile import ClusterProfile
 from .. import api, pki, processes, tools
-from ..components import ClusterFiles
+from ..components import API_BURST, API_QPS, ClusterFiles
 
 # In the order they start: the gang schedulers' CRDs before the training-operator, which writes their
 # PodGroups for TFJobs; Kueue last, once the kinds it admits (JobSet, TFJob) exist.
@@ -64,6 +65,13 @@ class Context:
         (folder / "ca.crt").write_bytes(self.ca.cert.read_bytes())
         return folder
 
+    def write_config(self, file_name: str, configuration: dict) -> Path:
+        """A controller's configuration file in the cluster's config folder, as JSON (YAML readers take it too)."""
+        path = self.files.config / file_name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(configuration, indent=1) + "\n")
+        return path
+
     def install(self, objects: list[dict]) -> None:
         install(self.objects, objects)
 
@@ -76,6 +84,19 @@ class Context:
                 path = webhook["clientConfig"].get("service", {}).get("path", "/")
                 webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
             self.objects.apply(configuration, manager="tfjobgen-cluster")
+
+
+def manager_settings(webhook_port: int, health_port: int, metrics_port: int, certificates: Path) -> dict:
+    """What the Configuration file of a controller-runtime manager (JobSet, Kueue) says of its servers and
+    its client: every server on 127.0.0.1, its webhook's certificate from `certificates`, no leader election."""
+    return {
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},  # it would write a Secret and rotate certificates in-cluster
+        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certificates)},
+        "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "clientConnection": {"qps": API_QPS, "burst": API_BURST},
+    }
 
 
 def install(client: api.Objects, objects: list[dict]) -> None:

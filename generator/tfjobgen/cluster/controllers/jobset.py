@@ -8,11 +8,9 @@ manifests (config/components/webhook, its patches applied by kustomize), served 
 
 from __future__ import annotations
 
-import json
-
 from .. import tools
 from ..processes import Component
-from . import Context, kustomized, load_yaml_files, wait_healthy, wait_serving
+from . import Context, kustomized, load_yaml_files, manager_settings, wait_healthy, wait_serving
 
 NAME = "jobset"
 PROGRAMS = ["jobset-controller", "kustomize"]
@@ -27,18 +25,9 @@ def start(context: Context) -> None:
     context.install(load_yaml_files(family.asset("config/components/crd/bases")))
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     certificates = context.serving_certificate(NAME)
-    configuration = {
-        "apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},  # it would write a Secret and rotate certificates in-cluster
-        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certificates)},
-        "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "clientConnection": {"qps": 500, "burst": 1000},
-    }
-    config_file = context.files.config / "jobset.json"
-    config_file.parent.mkdir(parents=True, exist_ok=True)
-    config_file.write_text(json.dumps(configuration, indent=1) + "\n")
+    configuration = {"apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
+                     **manager_settings(webhook_port, health_port, metrics_port, certificates)}
+    config_file = context.write_config("jobset.json", configuration)
     process = context.launch(Component(NAME, [
         str(tools.program("jobset-controller")), f"--config={config_file}", f"--kubeconfig={context.files.kubeconfig}",
         "--zap-log-level=info",

@@ -18,7 +18,6 @@ tests/cluster/cluster_support.py's `LocalCluster.namespace` does.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import shutil
 from fractions import Fraction
@@ -27,7 +26,7 @@ from pathlib import Path
 from ... import quantity
 from .. import api, tools
 from ..processes import Component
-from . import Context, load_yaml_files, wait_healthy, wait_serving
+from . import Context, load_yaml_files, manager_settings, wait_healthy, wait_serving
 
 NAME = "kueue"
 PROGRAMS = ["kueue"]
@@ -65,19 +64,12 @@ def start(context: Context) -> None:
     configuration = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
         "namespace": NAMESPACE,
-        "leaderElection": {"leaderElect": False},
-        "internalCertManagement": {"enable": False},  # it would write a Secret and rotate certificates in-cluster
-        "webhook": {"port": webhook_port, "host": "127.0.0.1", "certDir": str(certificates)},
-        "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}"},
-        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
-        "clientConnection": {"qps": 500, "burst": 1000},
+        **manager_settings(webhook_port, health_port, metrics_port, certificates),
         "integrations": {"frameworks": FRAMEWORKS},
         # The visibility API server would listen on every address (port 8082) and wants an APIService.
         "featureGates": {"VisibilityOnDemand": False},
     }
-    config_file = context.files.config / "kueue.json"
-    config_file.parent.mkdir(parents=True, exist_ok=True)
-    config_file.write_text(json.dumps(configuration, indent=1) + "\n")
+    config_file = context.write_config("kueue.json", configuration)
     process = context.launch(Component(NAME, [
         str(tools.program("kueue")), f"--config={config_file}", f"--kubeconfig={context.files.kubeconfig}",
         "--zap-log-level=info",

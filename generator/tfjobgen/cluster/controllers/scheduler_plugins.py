@@ -10,7 +10,6 @@ default, 0, retries a group that cannot fit at once, holding places each time).
 
 from __future__ import annotations
 
-import json
 import ssl
 import urllib.request
 
@@ -56,9 +55,7 @@ def start(context: Context) -> None:
     context.install(load_yaml_files(family.asset("manifests/coscheduling/crd.yaml"))
                     + load_yaml_files(family.asset("manifests/capacityscheduling/crd.yaml")))
     scheduler_port, probe_port, metrics_port = context.ports("scheduler", "controller-health", "controller-metrics")
-    config_file = context.files.config / "coscheduler.json"
-    config_file.parent.mkdir(parents=True, exist_ok=True)
-    config_file.write_text(json.dumps(configuration(context), indent=1) + "\n")
+    config_file = context.write_config("coscheduler.json", configuration(context))
     controller = context.launch(Component("coscheduling-controller", [
         str(tools.program("coscheduling-controller")), f"--probeAddr=127.0.0.1:{probe_port}",
         f"--metricsAddr=127.0.0.1:{metrics_port}", "--qps=500", "--burst=1000", "--workers=4",

@@ -18,7 +18,6 @@ only where one server has room for all of it (docs/design.md, gang admission, ha
 
 from __future__ import annotations
 
-import json
 
 from .. import api, tools
 from ..processes import Component
@@ -51,9 +50,7 @@ def start(context: Context) -> None:
     family = tools.family_of("vc-scheduler")
     context.install(load_yaml_files(family.asset("installer/helm/chart/volcano/crd/bases")))
     (health_port,) = context.ports("health")
-    config_file = context.files.config / "volcano-scheduler.conf"
-    config_file.parent.mkdir(parents=True, exist_ok=True)
-    config_file.write_text(json.dumps(CONFIGURATION, indent=1) + "\n")  # YAML reads JSON
+    config_file = context.write_config("volcano-scheduler.conf", CONFIGURATION)  # YAML, which reads JSON
     process = context.launch(Component(NAME, [
         str(tools.program("vc-scheduler")), f"--kubeconfig={context.files.kubeconfig}",
         f"--scheduler-name={SCHEDULER_NAME}", f"--scheduler-conf={config_file}",
