@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ... import gang
 from ...profile import ClusterProfile
 from .. import tools
 from ..processes import Component
@@ -39,13 +40,12 @@ def wanted(profile: ClusterProfile) -> bool:
 def arguments(profile: ClusterProfile, *, kubeconfig: Path, certificates: Path, webhook_port: int,
               health_port: int, metrics_port: int, gang_running: bool = True) -> list[str]:
     """The operator's command line for a cluster of `profile` (`gang_running`: its gang scheduler runs)."""
-    gang = []
-    if not gang_running:
-        pass
-    elif profile.gang.scheduler == "volcano":  # the operator then writes each TFJob's PodGroup itself (tfjob.py)
-        gang = ["--gang-scheduler-name=volcano"]
-    elif profile.gang.scheduler == "scheduler-plugins":
-        gang = [f"--gang-scheduler-name={profile.gang.scheduler_name}"]
+    scheduler = profile.gang.scheduler if gang_running else None
+    gang_flags = []
+    if scheduler == "volcano":  # the operator then writes each TFJob's PodGroup itself (tfjob.py)
+        gang_flags = ["--gang-scheduler-name=volcano"]
+    elif scheduler == "scheduler-plugins":
+        gang_flags = [f"--gang-scheduler-name={profile.gang.scheduler_name}"]
     return [
         str(tools.program("training-operator")),
         f"--kubeconfig={kubeconfig}",
@@ -56,7 +56,7 @@ def arguments(profile: ClusterProfile, *, kubeconfig: Path, certificates: Path, 
         # Its default of 20 requests a second makes a 100-node job's pods and Services wait in line.
         "--kube-api-qps=500", "--kube-api-burst=1000",
         "--zap-log-level=info",
-        *gang,
+        *gang_flags,
     ]
 
 
@@ -77,7 +77,7 @@ def start(context: Context) -> None:
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     certificates = context.serving_certificate(NAME)
     scheduler = context.profile.gang.scheduler
-    gang_running = scheduler not in ("volcano", "scheduler-plugins") or scheduler in context.running
+    gang_running = scheduler not in gang.POD_GROUP_SCHEDULERS or scheduler in context.running
     if not gang_running:
         context.warn(f"{NAME} runs without gang scheduling: {scheduler} is not running, so no TFJob gets a PodGroup")
     process = context.launch(Component(NAME, arguments(
