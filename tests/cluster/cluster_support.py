@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -150,6 +151,15 @@ def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *ext
         down = tfjobgen("cluster", "down", "--name", name)
         left = leftovers(SESSION_HOME / name)
         assert not left, f"processes of cluster {name} left after down: {left} ({down.stderr})"
+
+
+def signals_as_a_terminal_gives_them() -> None:
+    """For preexec_fn: no signal blocked or ignored that a shell in a terminal leaves alone. A suite started
+    in the background ignores SIGINT, and a harness may block SIGCHLD; children inherit both, and then
+    Ctrl-C does nothing, or tmux never learns that its pane's process exited."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    for number in (signal.SIGINT, signal.SIGQUIT, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
 
 
 # ---- placement scenarios on one cluster, reshaped between them -------------------------------

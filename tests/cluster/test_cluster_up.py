@@ -6,7 +6,8 @@ import signal
 import subprocess
 import time
 
-from cluster_support import SESSION_HOME, cluster_env, leftovers, local_cluster, need_cluster_tools, tfjobgen
+from cluster_support import (SESSION_HOME, cluster_env, leftovers, local_cluster, need_cluster_tools,
+                             signals_as_a_terminal_gives_them, tfjobgen)
 from conftest import REPO, tfjobgen_command
 from tfjobgen.cluster import tools
 
@@ -83,11 +84,10 @@ def test_up_returns_holding_nothing_and_ctrl_c_during_up_leaves_nothing():
     need_cluster_tools()
     # Interrupted once the API server is starting: everything started so far is stopped, the folder removed.
     name = "interrupted"
-    # As from a terminal: SIGINT at its default. A suite started in the background (make test &) has it
-    # ignored, children inherit that, and Python then leaves Ctrl-C ignored: the signal would do nothing.
+    # As from a terminal (a suite started in the background has SIGINT ignored, and its children with it).
     process = subprocess.Popen(tfjobgen_command() + ["cluster", "up", "--name", name, "--nodes", "1"], cwd=REPO,
                                env=cluster_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                               preexec_fn=signals_as_a_terminal_gives_them)
     deadline = time.monotonic() + 60
     while not (SESSION_HOME / name / "logs" / "kube-apiserver.log").exists() and time.monotonic() < deadline:
         time.sleep(0.05)

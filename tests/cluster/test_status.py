@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster_support import local_cluster, tfjobgen
+from cluster_support import local_cluster, signals_as_a_terminal_gives_them, tfjobgen
 from conftest import REPO, need, tfjobgen_command
 from tfjobgen import contract, emit, labels, owned, pipeline, promises
 from tfjobgen.cluster import conformance, home, pki
@@ -456,8 +456,9 @@ def test_watch_redraws_in_place_until_the_job_ends_and_ctrl_c_ends_it_quietly(cl
                            "--watch", "--interval", "0.5", "--kubeconfig", str(cluster.kubeconfig)])
 
     def run(*args: str) -> str:
+        # The first call starts tmux's server, which must see its panes' processes exit (SIGCHLD).
         return subprocess.run([tmux, "-L", socket_name, *args], capture_output=True, text=True, check=True,
-                              timeout=30).stdout
+                              timeout=30, preexec_fn=signals_as_a_terminal_gives_them).stdout
 
     def screen(window: str) -> str:
         """The pane and its history: a frame appended rather than redrawn would show there."""
