@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import types
 from pathlib import Path
 
@@ -24,6 +25,13 @@ PLUGIN_HOME = REPO / "plugins"
 REQUIRE_TOOLS = os.environ.get("TFJOBGEN_REQUIRE_TOOLS") == "1"
 
 sys.path.insert(0, str(REPO / "generator"))  # the package, even without an install
+
+from tfjobgen.cluster import home as cluster_home  # noqa: E402 (standard library only)
+
+# Local clusters a test starts, in its own process or a child, live in a folder of this session (of this
+# worker, under pytest-xdist), never among the user's (~/.local/state/tfjobgen/clusters): two sessions on
+# one machine never meet, and a session killed half-way leaves its folders in /tmp.
+os.environ[cluster_home.HOME_ENV] = tempfile.mkdtemp(prefix="tfjobgen-clusters-")
 
 
 # ---- test tiers -------------------------------------------------------------------------------

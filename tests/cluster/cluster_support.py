@@ -17,7 +17,6 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 from conftest import REPO, need, tfjobgen_command, uses
 from tfjobgen.cluster import api, control, home, processes, tools
 
-SESSION_HOME = Path(tempfile.mkdtemp(prefix="tfjobgen-clusters-"))
+SESSION_HOME = Path(os.environ[home.HOME_ENV])  # this session's folder (conftest.py)
 _names = itertools.count()
 FAIL_LABEL = "pod-container-running-failed.stage.kwok.x-k8s.io"
 SUCCEED_LABEL = "tfjobgen.dev/succeed"
