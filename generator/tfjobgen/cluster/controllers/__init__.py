@@ -72,6 +72,18 @@ class Context:
         path.write_text(json.dumps(configuration, indent=1) + "\n")
         return path
 
+    def start_manager(self, name: str, program: str, config_file: Path, webhook_port: int,
+                      health_port: int) -> processes.Started:
+        """A controller-runtime manager (JobSet, Kueue) started with its Configuration file (manager_settings),
+        returned once its webhook server answers and it is ready."""
+        process = self.launch(processes.Component(name, [
+            str(tools.program(program)), f"--config={config_file}", f"--kubeconfig={self.files.kubeconfig}",
+            "--zap-log-level=info",
+        ]))
+        wait_serving(process, webhook_port, self.ca)
+        wait_healthy(process, health_port, "/readyz")
+        return process
+
     def install(self, objects: list[dict]) -> None:
         install(self.objects, objects)
 

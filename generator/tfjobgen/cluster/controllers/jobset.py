@@ -9,8 +9,7 @@ manifests (config/components/webhook, its patches applied by kustomize), served 
 from __future__ import annotations
 
 from .. import tools
-from ..processes import Component
-from . import Context, kustomized, load_yaml_files, manager_settings, wait_healthy, wait_serving
+from . import Context, kustomized, load_yaml_files, manager_settings
 
 NAME = "jobset"
 PROGRAMS = ["jobset-controller", "kustomize"]
@@ -28,11 +27,6 @@ def start(context: Context) -> None:
     configuration = {"apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
                      **manager_settings(webhook_port, health_port, metrics_port, certificates)}
     config_file = context.write_config("jobset.json", configuration)
-    process = context.launch(Component(NAME, [
-        str(tools.program("jobset-controller")), f"--config={config_file}", f"--kubeconfig={context.files.kubeconfig}",
-        "--zap-log-level=info",
-    ]))
-    wait_serving(process, webhook_port, context.ca)
-    wait_healthy(process, health_port, "/readyz")
+    context.start_manager(NAME, "jobset-controller", config_file, webhook_port, health_port)
     webhooks = [o for o in kustomized(family.asset("config/components/webhook")) if "Webhook" in o["kind"]]
     context.register_webhooks(webhooks, webhook_port, NAME)

@@ -25,8 +25,7 @@ from pathlib import Path
 
 from ... import quantity
 from .. import api, tools
-from ..processes import Component
-from . import Context, load_yaml_files, manager_settings, wait_healthy, wait_serving
+from . import Context, load_yaml_files, manager_settings
 
 NAME = "kueue"
 PROGRAMS = ["kueue"]
@@ -70,12 +69,7 @@ def start(context: Context) -> None:
         "featureGates": {"VisibilityOnDemand": False},
     }
     config_file = context.write_config("kueue.json", configuration)
-    process = context.launch(Component(NAME, [
-        str(tools.program("kueue")), f"--config={config_file}", f"--kubeconfig={context.files.kubeconfig}",
-        "--zap-log-level=info",
-    ]))
-    wait_serving(process, webhook_port, context.ca)
-    wait_healthy(process, health_port, "/readyz")
+    context.start_manager(NAME, "kueue", config_file, webhook_port, health_port)
     manifests = load_yaml_files(family.asset("config/components/webhook/manifests.yaml"))
     for configuration_object in manifests:
         configuration_object["webhooks"] = [
