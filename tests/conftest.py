@@ -7,6 +7,8 @@ under `.ci/run` (TFJOBGEN_REQUIRE_TOOLS=1), where a missing tool is a failure.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import shutil
 import subprocess
@@ -28,10 +30,32 @@ sys.path.insert(0, str(REPO / "generator"))  # the package, even without an inst
 
 from tfjobgen.cluster import home as cluster_home  # noqa: E402 (standard library only)
 
+# Temporary files of this session, its own and its children's (kustomize, TensorFlow, tfjobgen), go
+# to one folder removed when the session ends: several tools leave theirs behind when they fail or are
+# stopped by a signal (a failed kustomize plugin's config, autograph's modules, the Kubernetes
+# client's certificate files). Made once, by the process that runs the session; pytest-xdist's
+# workers inherit it through TMPDIR. (pytest's tmp_path is in it too: --basetemp keeps them.)
+_MACHINE_TEMP = os.environ.setdefault("TFJOBGEN_TESTS_MACHINE_TEMP", tempfile.gettempdir())
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ["TMPDIR"] = tempfile.tempdir = tempfile.mkdtemp(prefix="tfjobgen-tests-")
+    _SESSION_TEMP: str | None = os.environ["TMPDIR"]
+else:
+    _SESSION_TEMP = None
+
 # Local clusters a test starts, in its own process or a child, live in a folder of this session (of this
 # worker, under pytest-xdist), never among the user's (~/.local/state/tfjobgen/clusters): two sessions on
-# one machine never meet, and a session killed half-way leaves its folders in /tmp.
-os.environ[cluster_home.HOME_ENV] = tempfile.mkdtemp(prefix="tfjobgen-clusters-")
+# one machine never meet. It is outside the session's temporary folder: a cluster a failed test left up
+# keeps its folder, so that `tfjobgen cluster down` can still stop it. Each cluster's `down` removes
+# its own folder; the session's goes at exit when nothing is left in it.
+os.environ[cluster_home.HOME_ENV] = tempfile.mkdtemp(prefix="tfjobgen-clusters-", dir=_MACHINE_TEMP)
+
+
+@atexit.register
+def _remove_session_folders() -> None:
+    with contextlib.suppress(OSError):  # not empty: a cluster still up, or its debris, stays to be seen
+        os.rmdir(os.environ[cluster_home.HOME_ENV])
+    if _SESSION_TEMP:
+        shutil.rmtree(_SESSION_TEMP, ignore_errors=True)
 
 
 # ---- test tiers -------------------------------------------------------------------------------

@@ -31,6 +31,22 @@ def connect(kubeconfig: str | None = None, context: str | None = None, retries: 
     return client.ApiClient(configuration=configuration)
 
 
+# The client's discovery is kept for this process only. By default it is also written to
+# /tmp/osrcp-<hash of host:port>.json, read back by any later client of that address: a file left per
+# local cluster, and a stale list of kinds for the next cluster that happens to get the same port.
+_NO_FILE = "/dev/null/discovery.json"  # a path that never exists, so the client never reads one
+
+
+def _discovery_in_memory():
+    from kubernetes.dynamic.discovery import LazyDiscoverer
+
+    class DiscoveryInMemory(LazyDiscoverer):
+        def _write_cache(self):
+            pass
+
+    return DiscoveryInMemory
+
+
 class Objects:
     """Create, apply, read and delete objects of any kind, found by discovery once (when first needed:
     reading by path, get_json, needs none)."""
@@ -43,7 +59,8 @@ class Objects:
         if not hasattr(self, "_dynamic"):
             from kubernetes import dynamic
 
-            self._dynamic = dynamic.DynamicClient(self.api_client)
+            self._dynamic = dynamic.DynamicClient(self.api_client, cache_file=_NO_FILE,
+                                                  discoverer=_discovery_in_memory())
         return self._dynamic
 
     def resource(self, api_version: str, kind: str):

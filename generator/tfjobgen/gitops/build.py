@@ -119,7 +119,9 @@ def plugin_environment(root: Path, echo: bool = False):
         wrapper = bin_dir / "tfjobgen"
         wrapper.write_text(f'#!/bin/sh\n{prefix}exec {shlex.quote(sys.executable)} -m tfjobgen "$@"\n')
         wrapper.chmod(0o755)
-        env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": str(home),
+        temp_dir = Path(scratch, "tmp")  # kustomize leaves a plugin's config file behind when the plugin fails
+        temp_dir.mkdir()
+        env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": str(home), "TMPDIR": str(temp_dir),
                "PATH": str(bin_dir) + os.pathsep + os.environ.get("PATH", "")}
         yield env
 

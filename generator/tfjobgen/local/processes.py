@@ -30,12 +30,15 @@ _NOT_INHERITED_PREFIXES = (contract.GENERATED_PREFIX, contract.TF_CONFIG, "TF_NU
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def environment(task: LocalTask, run_id: str, base: dict[str, str] | None = None) -> dict[str, str]:
+def environment(task: LocalTask, run_id: str, temp_dir: str, base: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment minus what the pod defines, then the pod's env, then run-local's own."""
     base = dict(os.environ if base is None else base)
     env = {k: v for k, v in base.items() if not k.startswith(_NOT_INHERITED_PREFIXES)}
     env.update(task.env)
     env[RUN_MARKER] = run_id
+    # TensorFlow's autograph writes a file per converted function and removes them at exit, which a
+    # task stopped by a signal never reaches: they stay in the run's folder, not in the machine's /tmp.
+    env["TMPDIR"] = temp_dir
     env["PYTHONUNBUFFERED"] = "1"  # events reach the log (and the status line) at once
     # The tasks import tfjobgen from the same tree as this process.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, base.get("PYTHONPATH", "")) if p)
@@ -81,14 +84,15 @@ def start(task: LocalTask, run_id: str, run_dir: str, attempt: int) -> TaskProce
     log_dir = os.path.join(run_dir, "logs")
     task_dir = os.path.join(run_dir, "tasks", task.file_name)
     os.makedirs(log_dir, exist_ok=True)
-    os.makedirs(task_dir, exist_ok=True)
+    temp_dir = os.path.join(task_dir, "tmp")
+    os.makedirs(temp_dir, exist_ok=True)
     log_path = os.path.join(log_dir, f"{task.file_name}.log")
     with open(log_path, "ab") as log:
         if attempt:
             log.write(f"\n----- run-local: restart {attempt} of {task.name} -----\n".encode())
             log.flush()
-        popen = subprocess.Popen(task.command, env=environment(task, run_id), cwd=task_dir, stdin=subprocess.DEVNULL,
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        popen = subprocess.Popen(task.command, env=environment(task, run_id, temp_dir), cwd=task_dir,
+                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     if task.cpus:
         try:
             os.sched_setaffinity(popen.pid, task.cpus)  # before TF sizes anything from its affinity
