@@ -59,7 +59,8 @@ def start(context: Context) -> None:
         "--enable-metrics=false", "--cache-dumper=false", "--kube-api-qps=500", "--kube-api-burst=1000",
         "--percentage-nodes-to-find=100",  # score every node, as our placement claims assume
         "--logtostderr", "-v=2",
-    ]))
+    ], env={  # its log-level socket, in /tmp/klog-socks by default: one path for every Volcano on the machine
+        "DEBUG_SOCKET_DIR": str(context.files.home / "volcano")}))
     wait_healthy(process, health_port)
     queue = context.profile.gang.queue
     if queue and queue != "default":
