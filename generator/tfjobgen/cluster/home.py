@@ -7,6 +7,10 @@
         etcd/           the store
         logs/<component>.log
         config/         configuration files of the components
+        certs/<name>/   each webhook server's self-signed certificate
+        pod-network.sock  the API server's way to pods (podnet.py)
+        argocd/         Argo CD's repository server, plugin sidecar, Redis and their temporary files
+        volcano/        Volcano's log-level socket
 
 `cluster down` stops every process of the folder (processes.py) and removes it.
 """
