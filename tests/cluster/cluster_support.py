@@ -177,7 +177,8 @@ def node_objects(count: int, cpu: int = 80, memory: str = "256Gi", prefix: str =
 
 
 # How long emptying the cluster may take before the pods left are forced out. Normally every pod is
-# gone in about 6 s; once, in CI beside a TensorFlow test, some stayed for over 4 minutes.
+# gone in about 6 s; once, in CI, some stayed for over 4 minutes, for a reason not found since (the
+# warning reshape gives then records what state they were in).
 EMPTY_GRACE = 45
 
 
