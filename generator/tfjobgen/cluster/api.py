@@ -4,6 +4,7 @@ a few functions so that the rest of the package deals in plain dicts.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Callable
 
@@ -37,6 +38,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None, retries: 
 _NO_FILE = "/dev/null/discovery.json"  # a path that never exists, so the client never reads one
 
 
+@functools.cache
 def _discovery_in_memory():
     from kubernetes.dynamic.discovery import LazyDiscoverer
 
