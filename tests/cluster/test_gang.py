@@ -249,9 +249,16 @@ def test_volcano_keeps_each_colocated_group_on_one_server_where_its_pods_would_f
 
 
 def _waiting(cluster: LocalCluster, namespace: str) -> bool:
-    """The big worker has been refused (the PS, tried before it, are waiting at Permit)."""
+    """The big worker has been refused with all ten PS waiting at Permit.
+
+    Any refusal is not enough: a worker tried while fewer PS wait (one still in its back-off after
+    an early try that found the group incomplete) makes the plugin's PostFilter reject the group
+    ("PodGroup ... gets rejected"), and the places are free again. Only a refusal for CPU alone
+    says the ten places are held, as they will be until the Permit timeout.
+    """
     workers = cluster.pods(namespace, "tfjobgen.dev/job=stuck,tfjobgen.dev/role=worker")
-    return any(_events(cluster, namespace, p["metadata"]["name"], "FailedScheduling") for p in workers)
+    return any("Insufficient cpu" in e["message"] and "gets rejected" not in e["message"]
+               for p in workers for e in _events(cluster, namespace, p["metadata"]["name"], "FailedScheduling"))
 
 
 def _events(cluster: LocalCluster, namespace: str, pod: str | None, reason: str) -> list[dict]:
