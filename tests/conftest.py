@@ -36,11 +36,9 @@ from tfjobgen.cluster import home as cluster_home  # noqa: E402 (standard librar
 # client's certificate files). Made once, by the process that runs the session; pytest-xdist's
 # workers inherit it through TMPDIR. (pytest's tmp_path is in it too: --basetemp keeps them.)
 _MACHINE_TEMP = os.environ.setdefault("TFJOBGEN_TESTS_MACHINE_TEMP", tempfile.gettempdir())
-if "PYTEST_XDIST_WORKER" not in os.environ:
-    os.environ["TMPDIR"] = tempfile.tempdir = tempfile.mkdtemp(prefix="tfjobgen-tests-")
-    _SESSION_TEMP: str | None = os.environ["TMPDIR"]
-else:
-    _SESSION_TEMP = None
+_SESSION_TEMP = None if "PYTEST_XDIST_WORKER" in os.environ else tempfile.mkdtemp(prefix="tfjobgen-tests-")
+if _SESSION_TEMP:
+    os.environ["TMPDIR"] = tempfile.tempdir = _SESSION_TEMP
 
 # Local clusters a test starts, in its own process or a child, live in a folder of this session (of this
 # worker, under pytest-xdist), never among the user's (~/.local/state/tfjobgen/clusters): two sessions on

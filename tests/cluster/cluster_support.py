@@ -255,8 +255,13 @@ def _release_orphans(objects) -> list[dict]:
         meta = pod["metadata"]
         ended = pod["status"].get("phase") in ("Failed", "Succeeded") or not pod["spec"].get("nodeName")
         if meta.get("deletionTimestamp") and ended and meta.get("finalizers"):
-            objects.patch("v1", "Pod", meta["name"], {"metadata": {"finalizers": None}}, meta["namespace"])
+            _drop_finalizers(objects, pod)
     return left
+
+
+def _drop_finalizers(objects, pod: dict) -> None:
+    meta = pod["metadata"]
+    objects.patch("v1", "Pod", meta["name"], {"metadata": {"finalizers": None}}, meta["namespace"])
 
 
 def _force_out(objects) -> list[dict]:
@@ -265,7 +270,7 @@ def _force_out(objects) -> list[dict]:
     for pod in left:
         meta = pod["metadata"]
         if meta.get("finalizers"):
-            objects.patch("v1", "Pod", meta["name"], {"metadata": {"finalizers": None}}, meta["namespace"])
+            _drop_finalizers(objects, pod)
         objects.delete("v1", "Pod", meta["name"], meta["namespace"], grace_period_seconds=0)
     return left
 
