@@ -86,7 +86,7 @@ def page() -> str:
 def _status() -> list[str]:
     """What `tfjobgen status --format json` prints: the states from status/model.py, the exit meanings from
     contract.py (their one homes), the fields as status/render.py writes them."""
-    from tfjobgen import contract
+    from tfjobgen.shared import contract
     from tfjobgen.status import model
 
     states = [model.FAILED, model.SUCCEEDED, model.WAITING, model.SUSPENDED, model.STARTING, model.RUNNING]

@@ -19,7 +19,8 @@ from typing import Any
 import yaml
 
 from conftest import JOBS
-from tfjobgen import contract, pipeline, source
+from tfjobgen.shared import contract
+from tfjobgen import pipeline, source
 
 # Every example job file of jobs/ (each a TrainingJob; the kustomization lists them).
 JOB_FILES = sorted(p for p in JOBS.glob("*.yaml") if p.name != "kustomization.yaml")

@@ -20,7 +20,8 @@ import pytest
 from conftest import JOBS, REPO
 from gitops.gitops_support import crd_dir
 from jobs import JOB_FILES, example
-from tfjobgen import backends, contract, gang, lifecycle, pipeline, source
+from tfjobgen import backends, gang, lifecycle, pipeline, source
+from tfjobgen.shared import contract
 from tfjobgen.backends import jobset, tfjob
 from tfjobgen.gitops import crds
 from tfjobgen.problems import has_errors

@@ -14,7 +14,8 @@ import pytest
 
 from conftest import REPO
 from jobs import JOB_FILES, example
-from tfjobgen import backends, contract, describe, pipeline, plan
+from tfjobgen import backends, describe, pipeline, plan
+from tfjobgen.shared import contract
 from tfjobgen.problems import has_errors
 
 

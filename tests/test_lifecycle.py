@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import JOBS, REPO, problems_of, render
-from tfjobgen import backends, contract, lifecycle, pipeline
+from tfjobgen import backends, lifecycle, pipeline
+from tfjobgen.shared import contract
 from tfjobgen.lifecycle import Lifecycle
 from tfjobgen.backends import jobset as jobset_backend
 

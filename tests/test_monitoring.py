@@ -16,7 +16,8 @@ import pytest
 import pss
 from conftest import REPO, crd_dir, problems_of, render
 from jobs import job_yaml
-from tfjobgen import backends, contract, labels, pipeline, qos
+from tfjobgen import backends, labels, pipeline, qos
+from tfjobgen.shared import contract
 from tfjobgen.gitops import crds
 from tfjobgen.planner import capacity
 

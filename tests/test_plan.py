@@ -20,7 +20,7 @@ from tfjobgen import backends, pipeline, schema
 from tfjobgen.planner import advice as advice_lib
 from tfjobgen.planner import capacity, report, traffic
 from tfjobgen.planner.workload import RULES_ON_PS, RULES_ON_WORKER, Workload, of_job
-from tfjobgen.variable_placement import reference_model, round_robin, sharding
+from tfjobgen.shared.variable_placement import reference_model, round_robin, sharding
 
 SEED_PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 

@@ -34,7 +34,8 @@ from cluster_dns import ClusterDNS
 from conftest import REPO
 from jobs import JOB_FILES
 from gitops.gitops_support import crd_dir
-from tfjobgen import backends, cli, contract, emit, intents, pipeline, schema, schema_fast, source
+from tfjobgen import backends, cli, emit, intents, pipeline, schema, schema_fast, source
+from tfjobgen.shared import contract
 
 settings.register_profile("ci", max_examples=40, derandomize=True, deadline=None, database=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -6,7 +6,8 @@ import copy
 
 import pss
 from conftest import REPO, render
-from tfjobgen import backends, contract, labels
+from tfjobgen import backends, labels
+from tfjobgen.shared import contract
 from tfjobgen.pods import Pod
 
 GOLDEN = sorted((REPO / "tests" / "golden").glob("*/job.yaml"))

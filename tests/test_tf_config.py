@@ -18,7 +18,8 @@ from cluster_dns import ClusterDNS, candidates
 
 from conftest import REPO, need, render
 from jobs import JOB_FILES
-from tfjobgen import backends, contract, tf_resolver
+from tfjobgen import backends, tf_resolver
+from tfjobgen.shared import contract
 
 GOLDEN = REPO / "tests" / "golden"
 EXAMPLES = [(p, None) for p in JOB_FILES] + [

@@ -28,7 +28,7 @@ import time
 from common import job_variant, machine, markdown, save
 
 from tfjobgen import backends, pipeline
-from tfjobgen.contract import PERMANENT_EXIT_CODES
+from tfjobgen.shared.contract import PERMANENT_EXIT_CODES
 from tfjobgen.lifecycle import Lifecycle
 from tfjobgen import owned
 from tfjobgen.local import tasks

@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 import sys
 
-from . import __version__, contract
+from . import __version__
+from .shared import contract
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.cluster.command", "tfjobgen.gitops.command", "tfjobgen.local.command",

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from . import contract
 from .model import TrainingJob
 from .names import Naming
 from .problems import Problem
 from .profile import ClusterProfile
+from .shared import contract
 
 # The kubelet asks the registry at every pod start: a copy cached on the node is never run without
 # the pod's pull credentials being checked, and a moved tag is noticed. Layers already on the node are

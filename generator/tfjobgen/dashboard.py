@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 
-from . import contract, names
+from . import names
 from .plan import JobPlan
+from .shared import contract
 
 _WIDTH = 24  # Grafana's grid is 24 columns wide
 _HEIGHT = 8

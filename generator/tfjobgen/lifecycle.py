@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import contract
 from .model import TrainingJob
 from .problems import WARNING, Problem
 from .profile import ClusterProfile
+from .shared import contract
 
 RESTART_POLICY = "Never"
 DISRUPTION_CONDITION = "DisruptionTarget"  # set by the cluster on pods it evicts or preempts

@@ -27,11 +27,12 @@ import dataclasses
 import json
 from typing import Callable
 
-from . import contract, pods, tuning
+from . import pods, tuning
 from .model import TrainingJob
 from .names import Naming
 from .problems import WARNING, Problem
 from .profile import ClusterProfile
+from .shared import contract
 
 ENV_STRING_MAX = 32 * 4096  # MAX_ARG_STRLEN: one NAME=value string, its NUL included
 ENVIRONMENT_MAX = (8 << 20) // 4  # argv + environment: a quarter of an 8 MiB stack limit

@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import quantity
-from .contract import ROLES
+from .shared.contract import ROLES
 
 API_VERSION = "tfjobgen.dev/v1alpha1"
 KIND = "TrainingJob"

@@ -15,8 +15,25 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import (backends, container, gang, intents, labels, lifecycle, limits, model, monitoring, names, plan, qos,
-               schema, source, tensorboard, topology, tuning)
+from . import (
+    backends,
+    container,
+    gang,
+    intents,
+    labels,
+    lifecycle,
+    limits,
+    model,
+    monitoring,
+    names,
+    plan,
+    qos,
+    schema,
+    source,
+    tensorboard,
+    topology,
+    tuning,
+)
 from . import profile as profile_rules
 from .problems import InvalidInput, Problem, ResourceRef, has_errors
 from .profile import KIND as PROFILE_KIND

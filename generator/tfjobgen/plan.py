@@ -23,10 +23,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from . import container, contract, labels, lifecycle, names, qos, topology, tuning
+from . import container, labels, lifecycle, names, qos, topology, tuning
 from .model import TrainingJob
 from .names import Naming
 from .profile import ClusterProfile
+from .shared import contract
 
 SCRATCH_VOLUME = "scratch"
 CLUSTER_VOLUME = "cluster"

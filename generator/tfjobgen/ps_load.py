@@ -7,7 +7,7 @@ different places (the runtime's reports, the pods' metrics).
 from __future__ import annotations
 
 from . import table
-from .variable_placement.sharding import BALANCE_GOAL
+from .shared.variable_placement.sharding import BALANCE_GOAL
 
 
 def ps_balance(per_ps: list[int], partitioner: str | None) -> str:

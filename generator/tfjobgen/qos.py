@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from . import contract, topology
+from . import topology
 from .model import TrainingJob
 from .problems import WARNING, Problem
 from .profile import ClusterProfile
 from .quantity import cpu_text, describe_bytes, describe_cpu
+from .shared import contract
 
 # A TensorFlow task below this cannot even import TensorFlow (about 600 MB resident, measured on 2.21).
 MIN_TASK_MEMORY = 256 << 20

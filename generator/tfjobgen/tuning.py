@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import json
 
-from . import contract, lifecycle, names, qos
-from .contract import CLUSTER_ENV, TASK_INDEX_ENV
+from . import lifecycle, names, qos
 from .model import TrainingJob
 from .names import Naming
 from .problems import WARNING, Problem, field_path
 from .profile import ClusterProfile
+from .shared import contract
+from .shared.contract import CLUSTER_ENV, TASK_INDEX_ENV
 
 # Generated variables, and the spec field to set instead of writing them in spec.env.
 _RESERVED = {

@@ -23,7 +23,8 @@ import pytest
 from real_support import GANGS, Cell, Clusters
 
 from conftest import need, uses
-from tfjobgen import backends, contract, tf_resolver
+from tfjobgen import backends, tf_resolver
+from tfjobgen.shared import contract
 from tfjobgen.cluster import conformance
 
 SAMPLE_JOBS = ("ctr-jobset", "wide-deep", "scene2-case1")

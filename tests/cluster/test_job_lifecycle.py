@@ -13,7 +13,8 @@ import pytest
 
 from cluster_support import local_cluster
 from conftest import REPO
-from tfjobgen import contract, emit, labels, lifecycle, pipeline
+from tfjobgen.shared import contract
+from tfjobgen import emit, labels, lifecycle, pipeline
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 RETRIES = 1

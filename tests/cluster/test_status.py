@@ -28,7 +28,8 @@ import yaml
 
 from cluster_support import local_cluster, signals_as_a_terminal_gives_them, tfjobgen
 from conftest import REPO, need, tfjobgen_command
-from tfjobgen import contract, emit, labels, owned, pipeline, promises
+from tfjobgen.shared import contract
+from tfjobgen import emit, labels, owned, pipeline, promises
 from tfjobgen.cluster import conformance, home, pki
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"

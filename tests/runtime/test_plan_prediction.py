@@ -48,7 +48,7 @@ def test_predicted_bytes_per_ps_match_what_tensorflow_places(tmp_path, api, part
 def test_the_runtimes_model_creates_exactly_the_layouts_variables_in_its_order():
     need_tensorflow()
     from tfjobgen.runtime import wide_deep
-    from tfjobgen.variable_placement import reference_model
+    from tfjobgen.shared.variable_placement import reference_model
 
     made = []
     wide_deep.WideDeep(1000, 4, (6, 5), lambda name, shape, initializer: made.append((name, tuple(shape))))

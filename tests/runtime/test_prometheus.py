@@ -28,7 +28,7 @@ import yaml
 from runtime_support import JOBS, need_tensorflow, task_env
 
 from conftest import REPO, need, render, tfjobgen_command, uses
-from tfjobgen import contract
+from tfjobgen.shared import contract
 from tfjobgen.local import processes, scrape
 from tfjobgen.owned import free_ports
 from tfjobgen.runtime import metrics

@@ -13,7 +13,7 @@ from runtime_support import task_env
 
 from tfjobgen import pipeline
 from tfjobgen.runtime import events, settings
-from tfjobgen.variable_placement import sharding
+from tfjobgen.shared.variable_placement import sharding
 from tfjobgen.runtime.errors import SetupError
 
 RUNTIME_JOBS = ["wide-deep.yaml"]

@@ -7,10 +7,11 @@ import os
 from collections import defaultdict
 from typing import Callable
 
-from .. import container, contract, gang, labels, metadata, names
+from .. import container, gang, labels, metadata, names
 from ..lifecycle import Lifecycle
 from ..plan import JobPlan
 from ..problems import Problem
+from ..shared import contract
 
 NAMESPACE_NAME = "kubernetes.io/metadata.name"  # the label every namespace carries: its own name
 

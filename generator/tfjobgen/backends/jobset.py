@@ -41,7 +41,6 @@ which one Indexed child Job per role cannot hold: `check` refuses it, and a prof
 
 from __future__ import annotations
 
-
 from .. import gang, labels, lifecycle, names, pods
 from ..model import TrainingJob
 from ..names import Naming

@@ -47,13 +47,14 @@ from __future__ import annotations
 
 import json
 
-from .. import contract, gang, lifecycle, names, pods
+from .. import gang, lifecycle, names, pods
 from ..lifecycle import Lifecycle
 from ..model import TrainingJob
 from ..names import Naming
 from ..plan import JobPlan, RolePlan
 from ..problems import WARNING, Problem
 from ..profile import ClusterProfile
+from ..shared import contract
 from . import common
 from .base import Backend, DecodedJob, Reporting
 

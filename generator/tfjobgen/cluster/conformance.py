@@ -25,10 +25,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import backends, contract, emit, pipeline, pods, source
+from .. import backends, emit, pipeline, pods, source
 from ..backends.base import DecodedJob
 from ..gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
 from ..problems import has_errors
+from ..shared import contract
 from . import api
 
 # What the API server appends to a generateName (k8s.io/apiserver names.SimpleNameGenerator).

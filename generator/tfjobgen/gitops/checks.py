@@ -6,8 +6,9 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from .. import contract, intents, model, source
+from .. import intents, model, source
 from ..problems import WARNING, InvalidInput, Problem
+from ..shared import contract
 from . import tree
 from .object_meta import describe_object, group_kind, job_of, metadata_of
 

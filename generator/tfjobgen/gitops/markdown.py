@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import contract, describe
+from .. import describe
+from ..shared import contract
 from .changes import JobChange
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..contract import ROLES
+from ..shared.contract import ROLES
 
 DESCRIPTION = """\
 Run a TrainingJob's pods as local processes with real TensorFlow: the job is rendered

@@ -19,7 +19,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from .. import contract, owned
+from .. import owned
+from ..shared import contract
 from .tasks import LocalTask
 
 RUN_MARKER = "TFJOBGEN_LOCAL_RUN"

@@ -15,7 +15,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .. import backends, contract, owned, pipeline
+from .. import backends, owned, pipeline
+from ..shared import contract
 from . import machine, scrape, shape, summary, tasks
 from .progress import Progress
 from .shape import LocalError, Shape

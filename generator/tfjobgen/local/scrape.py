@@ -13,7 +13,7 @@ import os
 
 import yaml
 
-from .. import contract
+from ..shared import contract
 from .tasks import LocalTask
 
 FILE_NAME = "prometheus.yml"

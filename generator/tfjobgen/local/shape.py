@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..contract import ROLES, SINGLE_ROLES, TABLE_ROLES
-from ..variable_placement.reference_model import SLOTS
+from ..shared.contract import ROLES, SINGLE_ROLES, TABLE_ROLES
+from ..shared.variable_placement.reference_model import SLOTS
 from .machine import Machine
 
 PROCESS_BYTES = 700 << 20  # one TF task's memory besides the model (measured RSS: about 600 MB)

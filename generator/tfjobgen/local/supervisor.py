@@ -37,10 +37,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import contract
 from .. import lifecycle
 from ..lifecycle import Lifecycle
 from ..runtime import events
+from ..shared import contract
 from . import processes
 from .tasks import LocalTask
 

@@ -28,12 +28,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .. import contract
 from ..backends import DecodedJob
 from ..lifecycle import Lifecycle
-from ..contract import CLUSTER_ENV, CONTROL_ADDRESS_ENV, ENDPOINT_MAP_KEY, TRAINING_ENV
 from ..pods import Pod
 from ..quantity import parse as parse_quantity
+from ..shared import contract
+from ..shared.contract import CLUSTER_ENV, CONTROL_ADDRESS_ENV, ENDPOINT_MAP_KEY, TRAINING_ENV
 from .shape import LocalError
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from .. import qos, tuning
 from ..model import TrainingJob
-from ..variable_placement import reference_model
-from ..variable_placement.round_robin import ShardLayout
-from ..variable_placement.sharding import BALANCE_GOAL
+from ..shared.variable_placement import reference_model
+from ..shared.variable_placement.round_robin import ShardLayout
+from ..shared.variable_placement.sharding import BALANCE_GOAL
 from .capacity import Capacity
 from .traffic import TopologyTraffic
 from .units import size

@@ -13,8 +13,8 @@ from .. import table
 from ..model import TrainingJob
 from ..profile import ClusterProfile
 from ..quantity import describe_bytes, describe_cpu
-from ..variable_placement import round_robin
-from ..variable_placement.sharding import BALANCE_GOAL
+from ..shared.variable_placement import round_robin
+from ..shared.variable_placement.sharding import BALANCE_GOAL
 from . import advice as advice_lib
 from . import capacity as capacity_lib
 from . import traffic

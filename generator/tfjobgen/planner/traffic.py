@@ -52,8 +52,8 @@ import math
 from dataclasses import dataclass
 
 from ..model import TrainingJob
-from ..variable_placement import reference_model
-from ..variable_placement.round_robin import Shard, ShardLayout
+from ..shared.variable_placement import reference_model
+from ..shared.variable_placement.round_robin import Shard, ShardLayout
 from .workload import ID_BYTES, RULES_ON_WORKER, Workload
 
 # TensorFlow's gRPC bytes around each tensor that crosses between tasks: the receiver's RecvTensor

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from .. import model
 from ..problems import Problem
-from ..variable_placement import reference_model
-from ..variable_placement.round_robin import Variable, reference_variables
+from ..shared.variable_placement import reference_model
+from ..shared.variable_placement.round_robin import Variable, reference_variables
 
 ID_BYTES = 8  # an int64 id or row index sent with a lookup or a sparse update
 

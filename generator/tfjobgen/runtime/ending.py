@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 
-from ..contract import PERMANENT_EXIT_CODES
+from ..shared.contract import PERMANENT_EXIT_CODES
 from . import control, events
 from .errors import EXIT_ABORTED, EXIT_CHIEF_GONE, EXIT_OK
 from .settings import Task

@@ -6,7 +6,7 @@ about is one of these, and its message is one line naming what is wrong.
 
 from __future__ import annotations
 
-from ..contract import EXIT_ABORTED, EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SETUP  # noqa: F401
+from ..shared.contract import EXIT_ABORTED, EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SETUP  # noqa: F401
 
 
 class SetupError(Exception):

@@ -19,13 +19,12 @@ import sys
 import time
 import traceback
 
-from .. import contract
+from ..shared import contract
 from . import events, hadoop, settings
 from .control import Aborted, ChiefGone, ChiefServer, Refused
 from .ending import Ending
+from .errors import EXIT_ABORTED, EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SETUP, SetupError, TaskFailed
 from .summaries import Summaries
-from .errors import (EXIT_ABORTED, EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SETUP, SetupError,
-                     TaskFailed)
 
 
 def main(argv: list[str]) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 
-from ..variable_placement import round_robin
+from ..shared.variable_placement import round_robin
 from . import events
 from .settings import Task
 

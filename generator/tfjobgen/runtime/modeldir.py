@@ -15,7 +15,7 @@ from typing import Callable
 
 import tensorflow as tf
 
-from .. import contract
+from ..shared import contract
 from . import events
 from .errors import EXIT_OK
 

@@ -26,8 +26,8 @@ from typing import Callable, Iterable
 
 import tensorflow as tf
 
-from ..variable_placement.reference_model import OPTIMIZERS as KINDS
-from ..variable_placement.reference_model import SLOTS as _SLOTS  # plain data, shared with `tfjobgen plan`
+from ..shared.variable_placement.reference_model import OPTIMIZERS as KINDS
+from ..shared.variable_placement.reference_model import SLOTS as _SLOTS  # plain data, shared with `tfjobgen plan`
 
 _BETA1, _BETA2, _EPSILON = 0.9, 0.999, 1e-7
 

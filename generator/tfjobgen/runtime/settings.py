@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .. import contract
-from ..contract import ROLES
+from ..shared import contract
+from ..shared.contract import ROLES
 from .errors import SetupError
 
 APIS = ("tf2", "tf1")

@@ -22,8 +22,8 @@ from typing import Callable
 
 import tensorflow as tf
 
-from .. import contract
-from ..variable_placement import sharding
+from ..shared import contract
+from ..shared.variable_placement import sharding
 from . import control, data, events, modeldir, optimizers, servers, wide_deep
 from .ending import Ending, absence_limit
 from .errors import EXIT_OK, TaskFailed

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import tensorflow as tf
 
-from ..variable_placement import sharding
+from ..shared.variable_placement import sharding
 from . import control, data, events, modeldir, optimizers, wide_deep
 from .ending import Ending
 from .errors import EXIT_OK, TaskFailed

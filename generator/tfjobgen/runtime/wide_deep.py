@@ -19,8 +19,8 @@ from typing import Callable
 
 import tensorflow as tf
 
-from ..variable_placement import reference_model
-from ..variable_placement.reference_model import FIELDS
+from ..shared.variable_placement import reference_model
+from ..shared.variable_placement.reference_model import FIELDS
 
 Initializer = Callable[[tuple], tf.Tensor]  # shape of the (partition of the) variable -> initial value
 

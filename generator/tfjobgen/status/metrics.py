@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ..variable_placement import sharding
+from ..shared.variable_placement import sharding
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 STEPS = "tfjobgen_steps_total"

@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from .. import contract, gang, labels
+from .. import gang, labels
 from ..backends import jobset, native, tfjob
+from ..shared import contract
 
 REQUEST_TIMEOUT = 15.0  # seconds for one API request
 METRICS_TIMEOUT = 3.0  # seconds for one task's metrics through the pod proxy

@@ -17,8 +17,9 @@ from __future__ import annotations
 import datetime
 from collections import Counter
 
-from .. import contract, table
+from .. import table
 from ..ps_load import ps_balance
+from ..shared import contract
 from . import model
 
 _LABEL_WIDTH = 11

@@ -18,7 +18,6 @@ only where one server has room for all of it (docs/design.md, gang admission, ha
 
 from __future__ import annotations
 
-
 from .. import api, tools
 from ..processes import Component
 from . import Context, load_yaml_files, wait_healthy

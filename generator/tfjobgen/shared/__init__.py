@@ -1,0 +1,10 @@
+"""What the generator, the training runtime in the pods and run-local must agree on.
+
+    contract             the names the generator writes into every pod and the runtime reads
+                         (environment variables, ports, exit codes), and the few rules all three apply
+    variable_placement/  where a model's variables land on the PS: the partitioner the runtime hands
+                         TensorFlow, and the bytes per PS `tfjobgen plan` predicts from the same rules
+
+The bottom layer (docs/design.md, "Layers"): the runtime imports it before TensorFlow, so
+nothing here imports anything of tfjobgen outside this folder, and this face imports nothing.
+"""
