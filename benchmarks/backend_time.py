@@ -21,19 +21,21 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
 from build_time import synthetic_job  # noqa: E402
-from tfjobgen import emit, pipeline, source  # noqa: E402
+from tfjobgen import emit, pipeline
+from tfjobgen.inputs import source  # noqa: E402
+from tfjobgen.inputs.intents import Intent  # noqa: E402
 
 BACKENDS = ("native", "jobset", "tfjob")
 
 
-def intents(count: int, backend: str) -> list[pipeline.Intent]:
+def intents(count: int, backend: str) -> list[Intent]:
     rng = random.Random(20261122)
     found = []
     for i in range(count):
         text = synthetic_job(i, rng, ["isolated", "spread", "spread", "none"])
         text = text.replace("spec:\n", f"spec:\n  backend: {backend}\n", 1)
         document = source.parse_documents(text, f"job-{i:03d}.yaml")[0]
-        found.append(pipeline.Intent(document.data, f"job-{i:03d}.yaml", document))
+        found.append(Intent(document.data, f"job-{i:03d}.yaml", document))
     return found
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
-from tfjobgen import schema  # noqa: E402
+from tfjobgen.inputs import schema  # noqa: E402
 
 
 def _type(node: dict) -> str:

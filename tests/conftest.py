@@ -229,7 +229,7 @@ def kustomize_build(directory: Path, *extra: str, env: dict | None = None) -> su
 def load_yaml_stream(text: str) -> list[dict]:
     import yaml
 
-    from tfjobgen.yamlstyle import Loader
+    from tfjobgen.inputs.yamlstyle import Loader
 
     return [d for d in yaml.load_all(text, Loader=Loader) if d is not None]
 

@@ -20,7 +20,9 @@ import yaml
 
 from conftest import JOBS
 from tfjobgen.shared import contract
-from tfjobgen import pipeline, source
+from tfjobgen import pipeline
+from tfjobgen.inputs import source
+from tfjobgen.inputs.intents import Intent
 
 # Every example job file of jobs/ (each a TrainingJob; the kustomization lists them).
 JOB_FILES = sorted(p for p in JOBS.glob("*.yaml") if p.name != "kustomization.yaml")
@@ -89,11 +91,11 @@ def write_job(folder: Path, text: str, name: str | None = None) -> str:
     return str(path)
 
 
-def example(path: Path, *, name: str | None = None, **spec: Any) -> pipeline.Intent:
+def example(path: Path, *, name: str | None = None, **spec: Any) -> Intent:
     """The intent of an example job file, its lines kept, with spec fields set (and metadata.name, with name)."""
     document = source.parse_documents(source.read_text(str(path)), str(path))[0]
     data = json.loads(json.dumps(document.data))  # a copy: the document stays as read
     if name is not None:
         data["metadata"]["name"] = name
     data["spec"].update(spec)
-    return pipeline.Intent(data, str(path), document)
+    return Intent(data, str(path), document)

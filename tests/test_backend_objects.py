@@ -20,11 +20,13 @@ import pytest
 from conftest import JOBS, REPO
 from gitops.gitops_support import crd_dir
 from jobs import JOB_FILES, example
-from tfjobgen import backends, gang, lifecycle, pipeline, source
+from tfjobgen import backends, gang, lifecycle, pipeline
+from tfjobgen.inputs import source
+from tfjobgen.inputs.intents import Intent
 from tfjobgen.shared import contract
 from tfjobgen.backends import jobset, tfjob
 from tfjobgen.gitops import crds
-from tfjobgen.problems import has_errors
+from tfjobgen.inputs.problems import has_errors
 
 SCHEDULERS = ("none", "volcano", "scheduler-plugins", "kueue")
 SUPPORTED = ("1.30", "1.33", "1.37")
@@ -50,7 +52,7 @@ def expand_small(backend: str, chosen: pipeline.ClusterProfile) -> list[dict]:
     """A chief, an evaluator, 2 PS and 2 workers in namespace ml: small enough to write out what it becomes."""
     data = json.loads(json.dumps(SMALL))
     data["spec"]["backend"] = backend
-    expansion = pipeline.expand([pipeline.Intent(data, "small.yaml")], chosen)
+    expansion = pipeline.expand([Intent(data, "small.yaml")], chosen)
     assert expansion.ok, expansion.problems
     return expansion.objects[0]
 
@@ -220,7 +222,7 @@ def test_tfjobgens_own_labels_never_carry_the_intents_values(backend):
     data = json.loads(json.dumps(SMALL))
     data["metadata"]["labels"] = {"tfjobgen.dev/role": "custom", "tfjobgen.dev/group": "7", "team": "ml"}
     data["spec"]["backend"] = backend
-    expansion = pipeline.expand([pipeline.Intent(data, "small.yaml")], profile())
+    expansion = pipeline.expand([Intent(data, "small.yaml")], profile())
     assert expansion.ok
     warned = {p.field for p in expansion.problems if "sets the label" in p.message}
     assert warned == {"metadata.labels.tfjobgen.dev/role", "metadata.labels.tfjobgen.dev/group"}
@@ -315,7 +317,7 @@ def test_tfjob_leaves_the_podgroup_to_the_operator():
 def test_the_podgroup_carries_the_intents_annotations_as_every_other_object_does(scheduler):
     data = json.loads(json.dumps(SMALL))
     data["metadata"]["annotations"] = {"team.example.com/owner": "ranking", "config.kubernetes.io/index": "0"}
-    expansion = pipeline.expand([pipeline.Intent(data, "small.yaml")], profile(scheduler))
+    expansion = pipeline.expand([Intent(data, "small.yaml")], profile(scheduler))
     assert "PodGroup" in {o["kind"] for o in expansion.objects[0]}
     for obj in expansion.objects[0]:
         assert obj["metadata"]["annotations"] == {"team.example.com/owner": "ranking"}, obj["kind"]
@@ -406,7 +408,7 @@ def test_tfjob_warns_of_permanent_exit_codes_the_operator_retries():
     data = json.loads(json.dumps(SMALL))
     data["spec"].update(backend="tfjob", command=["python", "/app/train.py"],
                         failurePolicy={"permanentExitCodes": [3, 137], "activeDeadlineSeconds": 3600})
-    expansion = pipeline.expand([pipeline.Intent(data, "small.yaml")], profile())
+    expansion = pipeline.expand([Intent(data, "small.yaml")], profile())
     assert expansion.ok
     (warning,) = [p for p in expansion.problems if p.field == "spec.failurePolicy.permanentExitCodes"]
     assert warning.severity == "warning" and "137 cannot fail the job" in warning.message

@@ -16,7 +16,7 @@ from conftest import REPO
 from jobs import JOB_FILES, example
 from tfjobgen import backends, describe, pipeline, plan
 from tfjobgen.shared import contract
-from tfjobgen.problems import has_errors
+from tfjobgen.inputs.problems import has_errors
 
 
 def _expressible(backend: str) -> list:

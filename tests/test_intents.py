@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tfjobgen import emit, intents, locate, pipeline
+from tfjobgen import emit, locate, pipeline
+from tfjobgen.inputs import intents
 from tfjobgen.gitops import tree
 
 JOB = {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "a", "namespace": "ml"},

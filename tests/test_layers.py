@@ -31,7 +31,7 @@ EXCEPTIONS = {
     ("tfjobgen.pipeline", "tfjobgen.planner.capacity"),
     # The runtime checks TFJOBGEN_TRAINING against the schema, the single source of spec.training's fields
     # and defaults (imported lazily, with jsonschema, once per task).
-    ("tfjobgen.runtime.settings", "tfjobgen.schema"),
+    ("tfjobgen.runtime.settings", "tfjobgen.inputs.schema"),
 }
 
 
@@ -120,7 +120,7 @@ def test_the_layers_name_real_modules_and_the_exceptions_are_still_needed():
 
 def test_the_check_sees_lazy_and_relative_imports():
     imported = imports(PACKAGE / "pipeline.py")
-    assert {"tfjobgen.planner.workload", "tfjobgen.backends", "tfjobgen.profile"} <= imported
+    assert {"tfjobgen.planner.workload", "tfjobgen.backends", "tfjobgen.inputs.profile"} <= imported
     assert layer_of("tfjobgen.runtime.tf1", layers()) == "runtime"
     assert layer_of("tfjobgen.qos", layers()) == "concerns"
 

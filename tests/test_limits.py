@@ -15,8 +15,9 @@ import subprocess
 import pytest
 
 from conftest import JOBS, problems_of
-from tfjobgen import backends, limits, model, names, pipeline, plan, schema
-from tfjobgen.problems import WARNING
+from tfjobgen import backends, limits, names, pipeline, plan
+from tfjobgen.inputs import trainingjob, schema
+from tfjobgen.inputs.problems import WARNING
 
 PROFILE = pipeline.load_profile(None)
 NATIVE = backends.get("native").naming
@@ -36,8 +37,8 @@ def _wide_deep_data(ps: int, workers: int, star_server: bool = False) -> dict:
     return data
 
 
-def _wide_deep(ps: int, workers: int, star_server: bool = False) -> model.TrainingJob:
-    return model.training_job(schema.with_defaults(_wide_deep_data(ps, workers, star_server), schema.TRAINING_JOB))
+def _wide_deep(ps: int, workers: int, star_server: bool = False) -> trainingjob.TrainingJob:
+    return trainingjob.training_job(schema.with_defaults(_wide_deep_data(ps, workers, star_server), schema.TRAINING_JOB))
 
 
 def test_the_issues_job_fits_with_namespace_relative_addresses_and_did_not_without():

@@ -16,7 +16,9 @@ import struct
 import pytest
 
 from conftest import JOBS, OVERLAYS, REPO, need, render, run_tfjobgen
-from tfjobgen import backends, pipeline, schema
+from tfjobgen import backends, pipeline
+from tfjobgen.inputs import schema
+from tfjobgen.inputs.intents import Intent
 from tfjobgen.planner import advice as advice_lib
 from tfjobgen.planner import capacity, report, traffic
 from tfjobgen.planner.workload import RULES_ON_PS, RULES_ON_WORKER, Workload, of_job
@@ -488,7 +490,7 @@ def test_every_advice_of_every_example_passes_validate_when_applied():
             for advice in report.make(job, profile, of_job(job), intent.data).advice:
                 if not advice.changes:
                     continue  # it names no single value to write (raise the memory, say)
-                changed = pipeline.Intent(advice_lib.applied(intent.data, advice), intent.file)
+                changed = Intent(advice_lib.applied(intent.data, advice), intent.file)
                 errors = [p.format() for p in pipeline.validate(changed, profile)[1] if p.is_error]
                 assert not errors, f"{overlay}: {intent.name}: {advice.field}: {advice.message}\n" + "\n".join(errors)
                 applied += 1

@@ -34,7 +34,8 @@ from cluster_dns import ClusterDNS
 from conftest import REPO
 from jobs import JOB_FILES
 from gitops.gitops_support import crd_dir
-from tfjobgen import backends, cli, emit, intents, pipeline, schema, schema_fast, source
+from tfjobgen import backends, cli, emit, pipeline
+from tfjobgen.inputs import intents, schema, schema_fast, source
 from tfjobgen.shared import contract
 
 settings.register_profile("ci", max_examples=40, derandomize=True, deadline=None, database=None,
@@ -112,10 +113,10 @@ def _crd_schemas() -> dict:
     return crds.load(crd_dir())
 
 
-def _as_written(document: dict) -> pipeline.Intent:
+def _as_written(document: dict) -> intents.Intent:
     """The intent as a user would have written it in job.yaml (with the line of every field)."""
     [parsed] = source.parse_documents(emit.to_yaml([document]), "job.yaml")
-    return pipeline.Intent(parsed.data, "job.yaml", parsed)
+    return intents.Intent(parsed.data, "job.yaml", parsed)
 
 
 @given(intent_documents())

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from conftest import JOBS, REPO, problems_of, render
-from tfjobgen import backends, quantity
+from tfjobgen import backends
+from tfjobgen.inputs import quantity
 
 GOLDEN = REPO / "tests" / "golden"
 

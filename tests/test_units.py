@@ -7,8 +7,8 @@ from fractions import Fraction
 import pytest
 
 from conftest import problems_of
-from tfjobgen import quantity, schema
-from tfjobgen.problems import Problem, ResourceRef, field_path
+from tfjobgen.inputs import quantity, schema
+from tfjobgen.inputs.problems import Problem, ResourceRef, field_path
 
 
 @pytest.mark.parametrize("text, value", [
@@ -84,7 +84,7 @@ def test_an_image_registry_is_a_mirror_of_every_image(image, mirrored):
     import dataclasses
 
     from tfjobgen import container, pipeline
-    from tfjobgen.profile import default_profile
+    from tfjobgen.inputs.profile import default_profile
 
     job = type("Job", (), {"image": image})()
     mirror = dataclasses.replace(default_profile(), image_registry="mirror.example.com/hub")

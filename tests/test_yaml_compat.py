@@ -11,8 +11,9 @@ import json
 import yaml
 
 from conftest import kubectl, load_yaml_stream  # noqa: F401 (kubectl skips when missing)
-from tfjobgen import emit, source
-from tfjobgen.yamlstyle import Loader, needs_quotes
+from tfjobgen import emit
+from tfjobgen.inputs import source
+from tfjobgen.inputs.yamlstyle import Loader, needs_quotes
 
 # Strings a YAML 1.1 or 1.2 reader may take for numbers, booleans, nulls, dates, or syntax.
 AWKWARD = [

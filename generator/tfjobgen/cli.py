@@ -44,8 +44,9 @@ def _print_problems(problems) -> None:
 
 
 def cmd_validate(args) -> int:
-    from . import intents, pipeline
-    from .problems import has_errors
+    from . import pipeline
+    from .inputs import intents
+    from .inputs.problems import has_errors
 
     profile = pipeline.load_profile(args.profile)
     found, problems = _load_intents(args.paths)
@@ -79,7 +80,7 @@ def cmd_render(args) -> int:
 
 
 def cmd_schema(args) -> int:
-    from . import schema
+    from .inputs import schema
 
     with open(schema.schema_path(args.name), encoding="utf-8") as handle:
         sys.stdout.write(handle.read())
@@ -93,8 +94,9 @@ def cmd_krm(args) -> int:
 
 
 def cmd_summary(args) -> int:
-    from . import describe, source
-    from .problems import InvalidInput
+    from . import describe
+    from .inputs import source
+    from .inputs.problems import InvalidInput
 
     text = sys.stdin.read() if args.file == "-" else source.read_text(args.file, source.MAX_STREAM_BYTES)
     try:
@@ -148,7 +150,7 @@ def _parser():
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .problems import InvalidInput
+    from .inputs.problems import InvalidInput
 
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["krm"] and not any(a.startswith("-") for a in argv[1:]):

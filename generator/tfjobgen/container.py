@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from .model import TrainingJob
+from .inputs.problems import Problem
+from .inputs.profile import ClusterProfile
+from .inputs.trainingjob import TrainingJob
 from .names import Naming
-from .problems import Problem
-from .profile import ClusterProfile
 from .shared import contract
 
 # The kubelet asks the registry at every pod start: a copy cached on the node is never run without

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import TrainingJob
-from .problems import WARNING, Problem
-from .profile import ClusterProfile
+from .inputs.problems import WARNING, Problem
+from .inputs.profile import ClusterProfile
+from .inputs.trainingjob import TrainingJob
 from .shared import contract
 
 RESTART_POLICY = "Never"

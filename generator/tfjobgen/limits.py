@@ -28,17 +28,17 @@ import json
 from typing import Callable
 
 from . import pods, tuning
-from .model import TrainingJob
+from .inputs.kubernetes_syntax import ANNOTATIONS_MAX
+from .inputs.problems import WARNING, Problem
+from .inputs.profile import ClusterProfile
+from .inputs.trainingjob import TrainingJob
 from .names import Naming
-from .problems import WARNING, Problem
-from .profile import ClusterProfile
 from .shared import contract
 
 ENV_STRING_MAX = 32 * 4096  # MAX_ARG_STRLEN: one NAME=value string, its NUL included
 ENVIRONMENT_MAX = (8 << 20) // 4  # argv + environment: a quarter of an 8 MiB stack limit
 ENVIRONMENT_ROOM = 64 << 10  # kept free for the image's own variables and the command line
 CONFIG_MAP_MAX = 1 << 20  # the API server's limit on a ConfigMap's values
-ANNOTATIONS_MAX = 256 << 10  # all annotations of an object, key and value bytes
 _APPLY_METADATA = 1024  # what the last-applied copy adds beyond the data: metadata and labels
 
 

@@ -15,61 +15,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import (
-    backends,
-    container,
-    gang,
-    intents,
-    labels,
-    lifecycle,
-    limits,
-    model,
-    monitoring,
-    names,
-    plan,
-    qos,
-    schema,
-    source,
-    tensorboard,
-    topology,
-    tuning,
-)
-from . import profile as profile_rules
-from .problems import InvalidInput, Problem, ResourceRef, has_errors
-from .profile import KIND as PROFILE_KIND
-from .profile import ClusterProfile, ProfileSource, cluster_profile, default_profile
+from . import backends, container, gang, labels, lifecycle, limits, monitoring, names, plan, qos, tensorboard, topology, tuning
+from .inputs import intents, schema, source, trainingjob
+from .inputs import profile as profile_rules
+from .inputs.intents import Intent
+from .inputs.problems import InvalidInput, Problem, ResourceRef, has_errors
+from .inputs.profile import KIND as PROFILE_KIND
+from .inputs.profile import ClusterProfile, ProfileSource, cluster_profile, default_profile
 
 # ---- load -------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Intent:
-    """A TrainingJob document as it arrived: from a file (with lines) or from a ResourceList."""
-
-    data: Any
-    file: str = ""
-    document: source.Document | None = None
-
-    @property
-    def ref(self) -> ResourceRef:
-        return intents.ref_of(self.data)
-
-    @property
-    def name(self) -> str:
-        return self.ref.name
-
-    @property
-    def namespace(self) -> str:
-        return self.ref.namespace
-
-    @property
-    def line(self) -> int:
-        """The line of metadata.name (0 when the intent came without its file)."""
-        return self.document.line_of("metadata.name") if self.document else 0
-
-    def locate(self, problem: Problem) -> Problem:
-        line = self.document.line_of(problem.field) if self.document else 0
-        return problem.located(self.file, line, self.ref)
-
 
 def load_intents(paths: list[str], relative_to: str | None = None) -> tuple[list[Intent], list[Problem]]:
     """The intents in files and folders, and problems of files that could not be read or parsed, or that
@@ -94,7 +48,7 @@ def load_intents(paths: list[str], relative_to: str | None = None) -> tuple[list
     return found, problems
 
 
-_JOB_FILE = f"a job file has apiVersion: {model.API_VERSION} and kind: {model.KIND}"
+_JOB_FILE = f"a job file has apiVersion: {trainingjob.API_VERSION} and kind: {trainingjob.KIND}"
 
 
 def _no_intent_in(file: str, documents: list[source.Document]) -> Problem:
@@ -105,7 +59,7 @@ def _no_intent_in(file: str, documents: list[source.Document]) -> Problem:
     if not isinstance(first.data, dict):
         what = "a YAML list" if isinstance(first.data, list) else "a single value"
         return Problem(f"no TrainingJob here: the file holds {what}; a job is a mapping with apiVersion: "
-                       f"{model.API_VERSION} and kind: {model.KIND}", file=file, line=first.start_line)
+                       f"{trainingjob.API_VERSION} and kind: {trainingjob.KIND}", file=file, line=first.start_line)
     ref = intents.ref_of(first.data)
     held = " ".join(part for part in (ref.kind or "a mapping without kind", ref.name) if part)
     advice = "name it with --profile" if intents.kind_of(first.data) == "profile" else _JOB_FILE
@@ -135,7 +89,7 @@ def load_profile(path: str | None) -> ClusterProfile:
     found = [d for d in documents if intents.kind_of(d.data) == "profile"]
     if len(found) != 1:
         raise InvalidInput([Problem(
-            f"expected one {PROFILE_KIND} (apiVersion {model.API_VERSION}), found {len(found)}", file=path)])
+            f"expected one {PROFILE_KIND} (apiVersion {trainingjob.API_VERSION}), found {len(found)}", file=path)])
     return profile_from(found[0].data, path, found[0])
 
 
@@ -146,7 +100,7 @@ def profile_from(data: dict, file: str = "", document: source.Document | None = 
     if problems:
         raise InvalidInput([
             p.located(file, document.line_of(p.field) if document else 0,
-                      ResourceRef(model.API_VERSION, PROFILE_KIND, intents.ref_of(data).name))
+                      ResourceRef(trainingjob.API_VERSION, PROFILE_KIND, intents.ref_of(data).name))
             for p in problems])
     return cluster_profile(data, ProfileSource(file, document))
 
@@ -162,11 +116,11 @@ def check_profile(profile: ClusterProfile) -> list[Problem]:
 
 
 def _in_profile(profile: ClusterProfile, problems: list[Problem]) -> list[Problem]:
-    ref = ResourceRef(model.API_VERSION, PROFILE_KIND, profile.name)
+    ref = ResourceRef(trainingjob.API_VERSION, PROFILE_KIND, profile.name)
     return [p.located(profile.origin.file, profile.origin.line_of(p.field), ref) for p in problems]
 
 
-def check_all(found: list[Intent], profile: ClusterProfile) -> tuple[list[model.TrainingJob | None], list[Problem]]:
+def check_all(found: list[Intent], profile: ClusterProfile) -> tuple[list[trainingjob.TrainingJob | None], list[Problem]]:
     """The profile, then every intent: the typed jobs (None where an intent has errors, all None when the
     profile has) and every problem, each said once per build."""
     problems = check_profile(profile)
@@ -185,12 +139,12 @@ def check_all(found: list[Intent], profile: ClusterProfile) -> tuple[list[model.
 
 # ---- validate ---------------------------------------------------------------
 
-def validate(intent: Intent, profile: ClusterProfile) -> tuple[model.TrainingJob | None, list[Problem]]:
+def validate(intent: Intent, profile: ClusterProfile) -> tuple[trainingjob.TrainingJob | None, list[Problem]]:
     """The typed job (None when it has errors) and every problem found, located in its file."""
     problems = schema.check(intent.data, schema.TRAINING_JOB)
     if problems:
         return None, [intent.locate(p) for p in problems]
-    job = model.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
+    job = trainingjob.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
     backend = backends.get(job.backend)
     problems += names.check(job, backend.naming)
     for check in (labels.check, container.check):
@@ -258,7 +212,7 @@ def expand(intents: list[Intent], profile: ClusterProfile, others: list[dict] = 
 ADD_ONS = (tensorboard.objects, monitoring.objects)
 
 
-def render(job: model.TrainingJob, profile: ClusterProfile) -> list[dict]:
+def render(job: trainingjob.TrainingJob, profile: ClusterProfile) -> list[dict]:
     """Plan one valid job, let its backend encode the plan as Kubernetes objects, then add each add-on's."""
     backend = backends.get(job.backend)
     planned = plan.build(job, profile, backend.naming)

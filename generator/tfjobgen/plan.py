@@ -24,9 +24,9 @@ import json
 from dataclasses import dataclass
 
 from . import container, labels, lifecycle, names, qos, topology, tuning
-from .model import TrainingJob
+from .inputs.profile import ClusterProfile
+from .inputs.trainingjob import TrainingJob
 from .names import Naming
-from .profile import ClusterProfile
 from .shared import contract
 
 SCRATCH_VOLUME = "scratch"

@@ -18,10 +18,10 @@ import math
 from fractions import Fraction
 
 from . import topology
-from .model import TrainingJob
-from .problems import WARNING, Problem
-from .profile import ClusterProfile
-from .quantity import cpu_text, describe_bytes, describe_cpu
+from .inputs.problems import WARNING, Problem
+from .inputs.profile import ClusterProfile
+from .inputs.quantity import cpu_text, describe_bytes, describe_cpu
+from .inputs.trainingjob import TrainingJob
 from .shared import contract
 
 # A TensorFlow task below this cannot even import TensorFlow (about 600 MB resident, measured on 2.21).

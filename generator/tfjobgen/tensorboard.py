@@ -14,9 +14,9 @@ It reads the log directory with the job's service account and env (cloud storage
 from __future__ import annotations
 
 from . import container, labels, metadata, names, tuning
-from .model import TrainingJob
+from .inputs.problems import Problem
+from .inputs.trainingjob import TrainingJob
 from .plan import JobPlan
-from .problems import Problem
 from .shared import contract
 
 PORT = 6006  # TensorBoard's own default

@@ -39,10 +39,10 @@ import math
 from dataclasses import dataclass, field
 
 from . import labels
-from .model import TrainingJob
-from .problems import WARNING, Problem
-from .profile import ClusterProfile
-from .quantity import describe_bytes, describe_cpu
+from .inputs.problems import WARNING, Problem
+from .inputs.profile import ClusterProfile
+from .inputs.quantity import describe_bytes, describe_cpu
+from .inputs.trainingjob import TrainingJob
 
 HOSTNAME = "kubernetes.io/hostname"
 REQUIRED, PREFERRED = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"

@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 
 from . import lifecycle, names, qos
-from .model import TrainingJob
+from .inputs.problems import WARNING, Problem, field_path
+from .inputs.profile import ClusterProfile
+from .inputs.trainingjob import TrainingJob
 from .names import Naming
-from .problems import WARNING, Problem, field_path
-from .profile import ClusterProfile
 from .shared import contract
 from .shared.contract import CLUSTER_ENV, TASK_INDEX_ENV
 

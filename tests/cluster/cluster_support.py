@@ -167,9 +167,9 @@ def signals_as_a_terminal_gives_them() -> None:
 def node_objects(count: int, cpu: int = 80, memory: str = "256Gi", prefix: str = "node",
                  labels: dict | None = None, taints: list | None = None) -> list[dict]:
     """Nodes of one shape (the seed's 80 cores / 256 GiB by default), unlabelled but for `labels`."""
-    from tfjobgen import quantity
+    from tfjobgen.inputs import quantity
     from tfjobgen.cluster import shape
-    from tfjobgen.profile import NodeShape
+    from tfjobgen.inputs.profile import NodeShape
 
     group = shape.NodeGroup(prefix, count, NodeShape(quantity.parse(cpu), quantity.parse(memory)), labels or {},
                             tuple(taints or ()), {})

@@ -22,12 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..inputs.problems import Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
 from ..lifecycle import Lifecycle
-from ..model import TrainingJob
 from ..names import Naming
 from ..pods import Pod
-from ..problems import Problem
-from ..profile import ClusterProfile
 
 
 @dataclass

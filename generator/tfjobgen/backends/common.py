@@ -8,9 +8,9 @@ from collections import defaultdict
 from typing import Callable
 
 from .. import container, gang, labels, metadata, names
+from ..inputs.problems import Problem
 from ..lifecycle import Lifecycle
 from ..plan import JobPlan
-from ..problems import Problem
 from ..shared import contract
 
 NAMESPACE_NAME = "kubernetes.io/metadata.name"  # the label every namespace carries: its own name

@@ -42,11 +42,11 @@ which one Indexed child Job per role cannot hold: `check` refuses it, and a prof
 from __future__ import annotations
 
 from .. import gang, labels, lifecycle, names, pods
-from ..model import TrainingJob
+from ..inputs.problems import Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
 from ..names import Naming
 from ..plan import JobPlan, RolePlan
-from ..problems import Problem
-from ..profile import ClusterProfile
 from . import common
 from .base import Backend, DecodedJob, Reporting
 

@@ -22,11 +22,11 @@ No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
 from __future__ import annotations
 
 from .. import gang, labels, lifecycle, metadata, names, pods
-from ..model import TrainingJob
+from ..inputs.problems import Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
 from ..names import Naming
 from ..plan import JobPlan, RolePlan
-from ..problems import Problem
-from ..profile import ClusterProfile
 from . import common
 from .base import Backend, DecodedJob, Reporting
 

@@ -48,12 +48,12 @@ from __future__ import annotations
 import json
 
 from .. import gang, lifecycle, names, pods
+from ..inputs.problems import WARNING, Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
 from ..lifecycle import Lifecycle
-from ..model import TrainingJob
 from ..names import Naming
 from ..plan import JobPlan, RolePlan
-from ..problems import WARNING, Problem
-from ..profile import ClusterProfile
 from ..shared import contract
 from . import common
 from .base import Backend, DecodedJob, Reporting

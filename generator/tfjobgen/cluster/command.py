@@ -141,7 +141,7 @@ def _place(args) -> int:
     import json
 
     from .. import emit, pipeline, table
-    from ..problems import InvalidInput
+    from ..inputs.problems import InvalidInput
     from . import control, place, processes, tools
 
     profile = pipeline.load_profile(args.profile)
@@ -175,7 +175,7 @@ def _place(args) -> int:
 
 
 def _no_jobs(paths):
-    from ..problems import Problem
+    from ..inputs.problems import Problem
 
     return Problem("no TrainingJob found (a job file has apiVersion: tfjobgen.dev/v1alpha1 and kind: TrainingJob)",
                    file=" ".join(paths))

@@ -25,10 +25,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import backends, emit, pipeline, pods, source
+from .. import backends, emit, pipeline, pods
 from ..backends.base import DecodedJob
 from ..gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
-from ..problems import has_errors
+from ..inputs import source
+from ..inputs.intents import Intent
+from ..inputs.problems import has_errors
 from ..shared import contract
 from . import api
 
@@ -77,7 +79,7 @@ def render(job_file: Path, profile_file: Path | None, backend: str, namespace: s
     data = json.loads(json.dumps(document.data))
     data["spec"]["backend"] = backend
     data["metadata"]["namespace"] = namespace
-    expansion = pipeline.expand([pipeline.Intent(data, str(job_file), document)],
+    expansion = pipeline.expand([Intent(data, str(job_file), document)],
                                 pipeline.load_profile(str(profile_file) if profile_file else None))
     if has_errors(expansion.problems):
         raise Refused(next(p.message for p in expansion.problems if p.is_error))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import pipeline
-from ..problems import InvalidInput
+from ..inputs.problems import InvalidInput
 from . import api, argocd, components, controllers, home, pki, processes, shape, tools
 from .components import ClusterFiles
 

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import backends, promises
-from ..profile import ClusterProfile
+from ..inputs.intents import Intent
+from ..inputs.profile import ClusterProfile
 from . import api, control
 
 QUIET_SECONDS = 2.0  # nothing moved for this long: the scheduler is done with what it can place
@@ -257,7 +258,7 @@ def for_review(objects: list[dict], intents: list[dict], profile_file: str | Non
         return ("_Placement not checked on a local cluster: its programs are not built here "
                 f"({', '.join(lacking)}; `make cluster-tools` builds them)._")
     profile = pipeline.load_profile(profile_file)
-    jobs = [job for job in (pipeline.validate(pipeline.Intent(data), profile)[0] for data in intents) if job]
+    jobs = [job for job in (pipeline.validate(Intent(data), profile)[0] for data in intents) if job]
     nodes = nodes_needed(jobs, profile, spare=0)
     runs = []
     for seed in range(orders):

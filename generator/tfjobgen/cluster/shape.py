@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..problems import InvalidInput, Problem
-from ..profile import ClusterProfile, NodeShape
+from ..inputs.problems import InvalidInput, Problem
+from ..inputs.profile import ClusterProfile, NodeShape
 
 FAKE_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")  # the nodes KWOK keeps Ready
 GROUP_LABEL = "tfjobgen.dev/node-group"  # which group of the profile a node stands for

@@ -35,8 +35,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import emit, labels, pipeline, source
-from ..problems import WARNING, InvalidInput, Problem, distinct
+from .. import emit, labels, pipeline
+from ..inputs import source
+from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
 from . import layout
 from .tree import OVERLAYS
 
@@ -133,7 +134,7 @@ class Selection:
     namespaces: frozenset[str] | None = None
     files: frozenset[str] | None = None  # intent files, relative to the root
 
-    def picks(self, intent: pipeline.Intent) -> bool:
+    def picks(self, intent: intents.Intent) -> bool:
         return ((self.namespaces is None or intent.namespace in self.namespaces)
                 and (self.files is None or intent.file in self.files))
 
@@ -228,7 +229,7 @@ def intents_as_built(root: Path, overlay: str) -> list[dict] | None:
     """The overlay's intents as kustomize hands them to the ClusterProfile transformer, its patches applied:
     one kustomize run with the echo plugin, for a build that did not keep them (Build.intents is None).
     None when kustomize cannot build the overlay (its build's problems say why)."""
-    from .. import intents
+    from ..inputs import intents
 
     with plugin_environment(root, echo=True) as env:
         built = _kustomize(root, root, root / OVERLAYS / overlay, kustomize_command(), env)
@@ -267,7 +268,8 @@ def _expanded(root: Path, kustomization: layout.Layout, intents_build: Build, se
     tfjobgen's KRM function does in-process what the plugin would do with that input; kustomize's
     only work after the plugin is to sort, which emit.kustomize_order does the same way.
     """
-    from .. import intents, krm
+    from .. import krm
+    from ..inputs import intents
 
     build = Build(intents_build.overlay, shards=1, problems=list(intents_build.problems))
     if not build.ok:

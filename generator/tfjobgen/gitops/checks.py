@@ -6,8 +6,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from .. import intents, model, source
-from ..problems import WARNING, InvalidInput, Problem
+from ..inputs import intents, source, trainingjob
+from ..inputs.problems import WARNING, InvalidInput, Problem
 from ..shared import contract
 from . import tree
 from .object_meta import describe_object, group_kind, job_of, metadata_of
@@ -121,7 +121,7 @@ def patch_problems(root: Path, overlay: str, jobs: list[tree.JobFile]) -> list[P
     problems = []
     for index, patch in enumerate(patches if isinstance(patches, list) else []):
         target = patch.get("target") if isinstance(patch, dict) else None
-        if not isinstance(target, dict) or target.get("kind") != model.KIND or not target.get("name"):
+        if not isinstance(target, dict) or target.get("kind") != trainingjob.KIND or not target.get("name"):
             continue
         if target.get("labelSelector") or target.get("annotationSelector"):
             continue

@@ -28,7 +28,7 @@ Annotations (rollout.py), on the objects that run pods (batch Jobs; TFJobs and J
 
 from __future__ import annotations
 
-from ..problems import Problem
+from ..inputs.problems import Problem
 from . import checks, rollout, tree
 
 

@@ -26,8 +26,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import describe, intents, source
-from ..problems import WARNING, InvalidInput, Problem, distinct
+from .. import describe
+from ..inputs import intents, source
+from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
 from . import build, markdown, object_meta, policy, tree
 from .changes import JobChange, compare
 from .sides import Side, affected_files, intent_problems, load_side, namespace_moves
@@ -153,7 +154,7 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
     for key in keys:
         notes: tuple[str, ...] = ()
         if key in as_built:
-            found = [pipeline.Intent(as_built[key])]
+            found = [intents.Intent(as_built[key])]
         elif key in files:
             found = [i for i in pipeline.load_intents([str(root / files[key])])[0]
                      if f"{i.ref.namespace}/{i.ref.name}" == key]

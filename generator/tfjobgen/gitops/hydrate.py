@@ -16,8 +16,9 @@ import os
 import sys
 from pathlib import Path
 
-from .. import emit, intents
-from ..problems import Problem, distinct
+from .. import emit
+from ..inputs import intents
+from ..inputs.problems import Problem, distinct
 from . import build, checks, deliver, object_meta, tree
 
 FIX_COMMAND = "tfjobgen hydrate"  # also `make rendered`

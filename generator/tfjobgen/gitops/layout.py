@@ -29,8 +29,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import emit, intents, pipeline, source
-from ..problems import InvalidInput
+from .. import emit, pipeline
+from ..inputs import intents, source
+from ..inputs.problems import InvalidInput
 
 PASSIVE, PER_OBJECT, BEFORE, OPAQUE = 0, 1, 2, 3
 NEEDS = ("passive", "per-object", "before", "opaque")
@@ -58,7 +59,7 @@ class Layout:
     need: int = PASSIVE
     reason: str = ""  # what makes `need` what it is
     profile: str = ""  # its ClusterProfile file, relative to the root ("" when it does not run exactly one)
-    intents: list[pipeline.Intent] = field(default_factory=list)  # in the order kustomize reads them
+    intents: list[intents.Intent] = field(default_factory=list)  # in the order kustomize reads them
     listing: dict[str, str] = field(default_factory=dict)  # resource file -> the kustomization folder listing it
     others: list[str] = field(default_factory=list)  # resource files with objects other than intents
     local: bool = True  # every file it reads is under TREE_FOLDERS (a share can be copied)
@@ -144,7 +145,7 @@ def _read_resource(root: Path, path: str, folder: str, layout: Layout) -> None:
     except InvalidInput:
         layout._needs(OPAQUE, f"{path} cannot be read")  # kustomize, building it whole, says why
         return
-    found = [pipeline.Intent(d.data, path, d) for d in documents if intents.is_intent(d.data)]
+    found = [intents.Intent(d.data, path, d) for d in documents if intents.is_intent(d.data)]
     if len(found) != len(documents):
         layout.others.append(path)
         layout._needs(PER_OBJECT if not found else BEFORE, f"{path} holds objects other than TrainingJobs")
@@ -168,7 +169,7 @@ def _patch_files(value, key: str) -> list[str]:
 
 # ---- shares ----------------------------------------------------------------------------------------
 
-def weight(intent: pipeline.Intent) -> int:
+def weight(intent: intents.Intent) -> int:
     """About how many objects an intent becomes: a colocated job has one Job per task."""
     spec = intent.data.get("spec") if isinstance(intent.data, dict) else None
     spec = spec if isinstance(spec, dict) else {}

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from .. import source
-from ..problems import InvalidInput, Problem
+from ..inputs import source
+from ..inputs.problems import InvalidInput, Problem
 from .object_meta import group_kind
 
 ARGOCD = "argocd"

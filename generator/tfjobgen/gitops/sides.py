@@ -14,8 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import intents, source
-from ..problems import InvalidInput, Problem
+from ..inputs import intents, source
+from ..inputs.problems import InvalidInput, Problem
 from . import build, checks, deliver, rollout, tree
 
 

@@ -16,8 +16,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import intents
-from ..problems import Problem
+from ..inputs import intents
+from ..inputs.problems import Problem
 
 JOBS, OVERLAYS, RENDERED = "jobs", "overlays", "rendered"
 # What a build needs from a commit (everything else, rendered/ included, is not read).

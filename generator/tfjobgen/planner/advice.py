@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import qos, tuning
-from ..model import TrainingJob
+from ..inputs.trainingjob import TrainingJob
 from ..shared.variable_placement import reference_model
 from ..shared.variable_placement.round_robin import ShardLayout
 from ..shared.variable_placement.sharding import BALANCE_GOAL

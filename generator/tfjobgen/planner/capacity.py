@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .. import topology
-from ..model import TrainingJob
-from ..problems import WARNING, Problem
-from ..profile import ClusterProfile, NodeShape
-from ..quantity import describe_bytes, describe_cpu
+from ..inputs.problems import WARNING, Problem
+from ..inputs.profile import ClusterProfile, NodeShape
+from ..inputs.quantity import describe_bytes, describe_cpu
+from ..inputs.trainingjob import TrainingJob
 
 MODES = ("colocated", "isolated", "spread", "none")
 NO_POOL = "any"  # the label of nodes a role without a node pool uses

@@ -35,7 +35,7 @@ def run(args) -> int:
     import os
 
     from .. import pipeline
-    from ..problems import has_errors
+    from ..inputs.problems import has_errors
     from . import report
     from .workload import PlanError, from_checkpoint, of_job
 

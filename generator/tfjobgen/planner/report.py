@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import table
-from ..model import TrainingJob
-from ..profile import ClusterProfile
-from ..quantity import describe_bytes, describe_cpu
+from ..inputs.intents import Intent
+from ..inputs.profile import ClusterProfile
+from ..inputs.quantity import describe_bytes, describe_cpu
+from ..inputs.trainingjob import TrainingJob
 from ..shared.variable_placement import round_robin
 from ..shared.variable_placement.sharding import BALANCE_GOAL
 from . import advice as advice_lib
@@ -98,7 +99,7 @@ def _accepted(advice: list[advice_lib.Advice], document: dict, profile: ClusterP
     kept, notes = [], []
     for item in advice:
         if item.changes:
-            _, problems = pipeline.validate(pipeline.Intent(advice_lib.applied(document, item)), profile)
+            _, problems = pipeline.validate(Intent(advice_lib.applied(document, item)), profile)
             errors = [p for p in problems if p.is_error]
             if errors:
                 notes.append(f"{item.field}: {item.message}; not advised: tfjobgen would then refuse the job "

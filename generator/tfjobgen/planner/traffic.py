@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..model import TrainingJob
+from ..inputs.trainingjob import TrainingJob
 from ..shared.variable_placement import reference_model
 from ..shared.variable_placement.round_robin import Shard, ShardLayout
 from .workload import ID_BYTES, RULES_ON_WORKER, Workload

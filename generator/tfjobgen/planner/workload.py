@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .. import model
-from ..problems import Problem
+from ..inputs import trainingjob
+from ..inputs.problems import Problem
 from ..shared.variable_placement import reference_model
 from ..shared.variable_placement.round_robin import Variable, reference_variables
 
@@ -47,7 +47,7 @@ class Workload:
     id_skew: float = 1.0  # lookups hit row floor(rows x u ** id_skew), u uniform: 1 is uniform over the rows
 
 
-def from_training(job: model.TrainingJob) -> Workload:
+def from_training(job: trainingjob.TrainingJob) -> Workload:
     """tfjobgen's runtime: the reference model at the job's size, as the runtime creates it."""
     training, shape = job.training, job.training["model"]
     found = reference_variables(job.api, training["optimizer"], training["batchSize"], shape["vocabularySize"],
@@ -58,7 +58,7 @@ def from_training(job: model.TrainingJob) -> Workload:
                     training["optimizer"], RULES_ON_WORKER, "spec.training", id_skew=skew)
 
 
-def from_declared(declared: model.DeclaredModel) -> Workload:
+def from_declared(declared: trainingjob.DeclaredModel) -> Workload:
     """spec.model: the variables a program of your own declares."""
     slots = len(reference_model.SLOTS[declared.optimizer])
     found = tuple(Variable(v.name, v.shape, v.dtype, v.trainable, slots if v.trainable else 0,
@@ -67,14 +67,14 @@ def from_declared(declared: model.DeclaredModel) -> Workload:
                     declared.optimizer, RULES_ON_PS, "spec.model")
 
 
-def of_job(job: model.TrainingJob) -> Workload | None:
+def of_job(job: trainingjob.TrainingJob) -> Workload | None:
     """The job's own description of its variables: spec.training for the runtime, else spec.model (or None)."""
     if job.uses_runtime:
         return from_training(job)
     return from_declared(job.model) if job.model else None
 
 
-def check(job: model.TrainingJob) -> list[Problem]:
+def check(job: trainingjob.TrainingJob) -> list[Problem]:
     """spec.model's meaning, beyond its schema."""
     if job.model is None:
         return []
@@ -117,7 +117,7 @@ def checkpoint_prefix(path: str) -> str:
     return path
 
 
-def from_checkpoint(path: str, job: model.TrainingJob) -> Workload:
+def from_checkpoint(path: str, job: trainingjob.TrainingJob) -> Workload:
     """The variables saved in a checkpoint or SavedModel, each slot beside the variable it belongs to."""
     if not os.path.exists(path) and not os.path.exists(path + ".index"):
         raise PlanError(f"{path}: no such checkpoint, SavedModel or folder")

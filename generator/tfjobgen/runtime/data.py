@@ -24,11 +24,7 @@ import math
 
 import tensorflow as tf
 
-from ..shared.variable_placement.reference_model import (  # the model's input width depends on them: one home
-    DENSE,
-    FIELDS,
-    ID_SKEW,  # `tfjobgen plan` predicts the rows a batch touches from it
-)
+from ..shared.variable_placement.reference_model import DENSE, FIELDS, ID_SKEW
 from .errors import SetupError
 
 _DENSE_WEIGHTS = [(-1.0 + 2.0 * i / (DENSE - 1)) for i in range(DENSE)]

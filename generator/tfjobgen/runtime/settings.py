@@ -184,7 +184,7 @@ def thread_pools(env: dict[str, str], role: str, api: str, cpus: int) -> tuple[i
 
 def training_from_json(text: str) -> Training:
     """spec.training from TFJOBGEN_TRAINING, checked against the schema, defaults filled in."""
-    from .. import schema  # the schema is the single source of the fields and their defaults
+    from ..inputs import schema  # the schema is the single source of the fields and their defaults
 
     try:
         data = json.loads(text)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from ... import owned
-from ...profile import ClusterProfile
+from ...inputs.profile import ClusterProfile
 from .. import api, pki, processes, tools
 from ..components import API_BURST, API_QPS, ClusterFiles
 

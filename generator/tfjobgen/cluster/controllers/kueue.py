@@ -23,7 +23,7 @@ import shutil
 from fractions import Fraction
 from pathlib import Path
 
-from ... import quantity
+from ...inputs import quantity
 from .. import api, tools
 from . import Context, load_yaml_files, manager_settings
 

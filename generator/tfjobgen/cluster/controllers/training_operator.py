@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ... import gang
-from ...profile import ClusterProfile
+from ...inputs.profile import ClusterProfile
 from .. import tools
 from ..processes import Component
 from . import Context, kustomized, load_yaml_files, wait_healthy, wait_serving

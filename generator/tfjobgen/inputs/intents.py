@@ -11,12 +11,13 @@ from __future__ import annotations
 import errno
 import os
 import re
+from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
 from . import source
-from .model import API_VERSION, KIND
 from .problems import InvalidInput, Problem, ResourceRef
 from .profile import KIND as PROFILE_KIND
+from .trainingjob import API_VERSION, KIND
 
 GROUP = API_VERSION.split("/")[0]
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -182,3 +183,33 @@ def ref_of(document: Any) -> ResourceRef:
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     return ResourceRef(str(data.get("apiVersion", "")), str(data.get("kind", "")),
                        str(meta.get("name", "")), str(meta.get("namespace", "")))
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A TrainingJob document as it arrived: from a file (with lines) or from a ResourceList."""
+
+    data: Any
+    file: str = ""
+    document: source.Document | None = None
+
+    @property
+    def ref(self) -> ResourceRef:
+        return ref_of(self.data)
+
+    @property
+    def name(self) -> str:
+        return self.ref.name
+
+    @property
+    def namespace(self) -> str:
+        return self.ref.namespace
+
+    @property
+    def line(self) -> int:
+        """The line of metadata.name (0 when the intent came without its file)."""
+        return self.document.line_of("metadata.name") if self.document else 0
+
+    def locate(self, problem: Problem) -> Problem:
+        line = self.document.line_of(problem.field) if self.document else 0
+        return problem.located(self.file, line, self.ref)

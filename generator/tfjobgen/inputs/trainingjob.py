@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from ..shared.contract import ROLES
 from . import quantity
-from .shared.contract import ROLES
 
 API_VERSION = "tfjobgen.dev/v1alpha1"
 KIND = "TrainingJob"

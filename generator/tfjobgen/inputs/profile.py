@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from . import labels, quantity, schema, source
-from .model import API_VERSION
+from . import kubernetes_syntax, quantity, schema, source
 from .problems import Problem
+from .trainingjob import API_VERSION
 
 KIND = "ClusterProfile"
 
@@ -254,24 +254,24 @@ def _strings(profile: ClusterProfile) -> list[Problem]:
     one bad selector or label would make every job of the cluster fail at sync."""
     problems = []
     for name, pool in profile.node_pools.items():
-        problems += labels.check_map(pool.node_selector, "spec", "nodePools", name, "nodeSelector")
-        problems += labels.check_tolerations(pool.tolerations, "spec", "nodePools", name, "tolerations")
-    problems += labels.check_map(profile.cpu_manager_selector, "spec", "cpuManager", "nodeSelector")
-    problems += labels.check_tolerations(profile.cpu_manager_tolerations, "spec", "cpuManager", "tolerations")
+        problems += kubernetes_syntax.check_map(pool.node_selector, "spec", "nodePools", name, "nodeSelector")
+        problems += kubernetes_syntax.check_tolerations(pool.tolerations, "spec", "nodePools", name, "tolerations")
+    problems += kubernetes_syntax.check_map(profile.cpu_manager_selector, "spec", "cpuManager", "nodeSelector")
+    problems += kubernetes_syntax.check_tolerations(profile.cpu_manager_tolerations, "spec", "cpuManager", "tolerations")
     monitoring = profile.monitoring
-    problems += labels.check_map(monitoring.pod_monitor_labels, "spec", "monitoring", "podMonitorLabels")
-    problems += labels.check_map(monitoring.rule_labels, "spec", "monitoring", "ruleLabels")
-    dashboard_label = labels.key_problem(monitoring.dashboard_label, "spec.monitoring.dashboards.label")
+    problems += kubernetes_syntax.check_map(monitoring.pod_monitor_labels, "spec", "monitoring", "podMonitorLabels")
+    problems += kubernetes_syntax.check_map(monitoring.rule_labels, "spec", "monitoring", "ruleLabels")
+    dashboard_label = kubernetes_syntax.key_problem(monitoring.dashboard_label, "spec.monitoring.dashboards.label")
     problems += [dashboard_label] if dashboard_label else []
     gang = profile.gang
-    wrong = labels.dns_subdomain_problem(gang.scheduler_name)
+    wrong = kubernetes_syntax.dns_subdomain_problem(gang.scheduler_name)
     if wrong:  # pods' spec.schedulerName (ValidatePodSpec: a DNS-1123 subdomain)
         problems.append(Problem(f"'{gang.scheduler_name}' is not valid: a pod's schedulerName is a DNS subdomain "
                                 f"({wrong})", "spec.gang.schedulerName"))
     if gang.scheduler in ("kueue", "volcano") and gang.queue:
         # Kueue: the value of the label kueue.x-k8s.io/queue-name, naming a LocalQueue; Volcano: a Queue's name.
-        as_label = labels.value_problem(gang.queue, "spec.gang.queue") if gang.scheduler == "kueue" else None
-        wrong = labels.dns_subdomain_problem(gang.queue)
+        as_label = kubernetes_syntax.value_problem(gang.queue, "spec.gang.queue") if gang.scheduler == "kueue" else None
+        wrong = kubernetes_syntax.dns_subdomain_problem(gang.queue)
         if as_label:
             problems.append(as_label)
         elif wrong:
