@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
 from tfjobgen import pipeline  # noqa: E402
-from tfjobgen.planner import report, workload  # noqa: E402
+from tfjobgen.planner import report
+from tfjobgen.concerns import workload  # noqa: E402
 
 PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 LARGE = """\

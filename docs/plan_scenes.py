@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
 from tfjobgen import pipeline, table  # noqa: E402
-from tfjobgen.planner import report, workload  # noqa: E402
+from tfjobgen.planner import report
+from tfjobgen.concerns import workload  # noqa: E402
 from tfjobgen.planner.units import percent, size  # noqa: E402
 
 

@@ -20,7 +20,8 @@ import pytest
 from conftest import JOBS, REPO
 from gitops.gitops_support import crd_dir
 from jobs import JOB_FILES, example
-from tfjobgen import backends, gang, lifecycle, pipeline
+from tfjobgen import backends, pipeline
+from tfjobgen.concerns import gang, lifecycle
 from tfjobgen.inputs import source
 from tfjobgen.inputs.intents import Intent
 from tfjobgen.shared import contract

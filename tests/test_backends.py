@@ -14,7 +14,8 @@ import pytest
 
 from conftest import REPO
 from jobs import JOB_FILES, example
-from tfjobgen import backends, describe, pipeline, plan
+from tfjobgen import backends, describe, pipeline
+from tfjobgen.concerns import jobplan
 from tfjobgen.shared import contract
 from tfjobgen.inputs.problems import has_errors
 
@@ -28,8 +29,8 @@ def _expressible(backend: str) -> list:
         if job is None or has_errors(problems):
             continue  # refused, with a clear error (tests/test_errors.py checks the wording)
         chosen = backends.get(backend)
-        found.append((path.name, plan.build(job, profile, chosen.naming), chosen.encode(
-            plan.build(job, profile, chosen.naming))))
+        found.append((path.name, jobplan.build(job, profile, chosen.naming), chosen.encode(
+            jobplan.build(job, profile, chosen.naming))))
     return found
 
 
@@ -120,7 +121,7 @@ def test_the_add_ons_are_the_pipelines_and_the_same_on_every_backend():
         job, problems = pipeline.validate(example(golden / "job.yaml", backend=backend), profile)
         assert job is not None, problems
         chosen = backends.get(backend)
-        encoded = chosen.encode(plan.build(job, profile, chosen.naming))
+        encoded = chosen.encode(jobplan.build(job, profile, chosen.naming))
         rendered = pipeline.render(job, profile)
         assert rendered[:len(encoded)] == encoded, backend
         added[backend] = rendered[len(encoded):]

@@ -19,7 +19,8 @@ import pytest
 from cluster_dns import ClusterDNS
 from conftest import OVERLAYS, REPO, kubectl, kustomize_build, load_yaml_stream, need
 from jobs import JOB_FILES
-from tfjobgen import backends, describe, labels
+from tfjobgen import backends, describe
+from tfjobgen.concerns import labels
 
 # Kubernetes versions the output is validated against: the oldest supported and the newest bundled.
 SUPPORTED = ["1.30", "1.33", "1.37"]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import JOBS, REPO, problems_of, render
-from tfjobgen import backends, lifecycle, pipeline
+from tfjobgen import backends, pipeline
+from tfjobgen.concerns import lifecycle
 from tfjobgen.shared import contract
-from tfjobgen.lifecycle import Lifecycle
+from tfjobgen.concerns.lifecycle import Lifecycle
 from tfjobgen.backends import jobset as jobset_backend
 
 GOLDEN = REPO / "tests" / "golden"

@@ -15,7 +15,8 @@ import subprocess
 import pytest
 
 from conftest import JOBS, problems_of
-from tfjobgen import backends, limits, names, pipeline, plan
+from tfjobgen import backends, pipeline
+from tfjobgen.concerns import limits, names, jobplan
 from tfjobgen.inputs import trainingjob, schema
 from tfjobgen.inputs.problems import WARNING
 
@@ -79,7 +80,7 @@ def test_the_pod_environment_of_the_largest_accepted_job_starts_and_one_more_wor
     [problem] = limits.check(_wide_deep(250, 5000), PROFILE, NATIVE)
     fits = int(problem.message.split("at most ")[1].split(" workers")[0].replace(",", ""))
     for workers, starts in ((fits, True), (fits + 1, False)):
-        objects = backends.get("native").encode(plan.build(_wide_deep(250, workers), PROFILE, NATIVE))
+        objects = backends.get("native").encode(jobplan.build(_wide_deep(250, workers), PROFILE, NATIVE))
         last = backends.pods_of(objects)[-1]
         assert (last.role, last.index) == ("worker", workers - 1)
         assert (_exec_with(last.env) == 0) is starts, f"{workers} workers"

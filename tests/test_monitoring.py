@@ -16,10 +16,11 @@ import pytest
 import pss
 from conftest import REPO, crd_dir, problems_of, render
 from jobs import job_yaml
-from tfjobgen import backends, labels, pipeline, qos
+from tfjobgen import backends, pipeline
+from tfjobgen.concerns import labels, qos
 from tfjobgen.shared import contract
 from tfjobgen.gitops import crds
-from tfjobgen.planner import capacity
+from tfjobgen.concerns import capacity
 
 PROD = "prod-96c"
 GOLDEN_GPU = REPO / "tests" / "golden" / "gpu-monitoring"

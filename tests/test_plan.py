@@ -20,8 +20,9 @@ from tfjobgen import backends, pipeline
 from tfjobgen.inputs import schema
 from tfjobgen.inputs.intents import Intent
 from tfjobgen.planner import advice as advice_lib
-from tfjobgen.planner import capacity, report, traffic
-from tfjobgen.planner.workload import RULES_ON_PS, RULES_ON_WORKER, Workload, of_job
+from tfjobgen.concerns import capacity
+from tfjobgen.planner import report, traffic
+from tfjobgen.concerns.workload import RULES_ON_PS, RULES_ON_WORKER, Workload, of_job
 from tfjobgen.shared.variable_placement import reference_model, round_robin, sharding
 
 SEED_PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"

@@ -6,9 +6,10 @@ import copy
 
 import pss
 from conftest import REPO, render
-from tfjobgen import backends, labels
+from tfjobgen import backends
+from tfjobgen.concerns import labels
 from tfjobgen.shared import contract
-from tfjobgen.pods import Pod
+from tfjobgen.concerns.pods import Pod
 
 GOLDEN = sorted((REPO / "tests" / "golden").glob("*/job.yaml"))
 

@@ -34,7 +34,7 @@ def _example_objects() -> list[tuple[str, list[dict]]]:
 # ---- the DNS model, on the documentation's own cases ----------------------------------------
 
 def _pod_and_service(namespace="my-namespace", publish=True, headless=True):
-    from tfjobgen.pods import make_pod
+    from tfjobgen.concerns.pods import make_pod
 
     template = {"metadata": {"labels": {"name": "busybox"}},
                 "spec": {"hostname": "busybox-1", "subdomain": "busybox-subdomain", "containers": [{"name": "c"}]}}

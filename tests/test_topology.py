@@ -12,8 +12,9 @@ import pytest
 
 from conftest import JOBS, problems_of, render, run_tfjobgen
 from jobs import job_yaml, write_job
-from tfjobgen import backends, labels
-from tfjobgen.pods import Pod
+from tfjobgen import backends
+from tfjobgen.concerns import labels
+from tfjobgen.concerns.pods import Pod
 
 
 def _pods(*paths, profile=None) -> list[Pod]:

@@ -83,7 +83,8 @@ def test_defaults_come_from_the_schema():
 def test_an_image_registry_is_a_mirror_of_every_image(image, mirrored):
     import dataclasses
 
-    from tfjobgen import container, pipeline
+    from tfjobgen.concerns import container
+    from tfjobgen import pipeline
     from tfjobgen.inputs.profile import default_profile
 
     job = type("Job", (), {"image": image})()

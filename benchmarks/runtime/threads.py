@@ -29,7 +29,7 @@ from common import job_variant, machine, markdown, save
 
 from tfjobgen import backends, pipeline
 from tfjobgen.shared.contract import PERMANENT_EXIT_CODES
-from tfjobgen.lifecycle import Lifecycle
+from tfjobgen.concerns.lifecycle import Lifecycle
 from tfjobgen import owned
 from tfjobgen.local import tasks
 from tfjobgen.local.supervisor import Supervisor

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 
-from . import names
-from .plan import JobPlan
+from .concerns import names
+from .concerns.jobplan import JobPlan
 from .shared import contract
 
 _WIDTH = 24  # Grafana's grid is 24 columns wide

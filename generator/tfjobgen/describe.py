@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import backends, labels, table
+from . import backends, table
+from .concerns import labels
 from .shared import contract
 
 

@@ -15,7 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends, container, gang, labels, lifecycle, limits, monitoring, names, plan, qos, tensorboard, topology, tuning
+from . import backends, monitoring, tensorboard
+from .concerns import container, environment, gang, jobplan, labels, lifecycle, limits, names, qos, topology
 from .inputs import intents, schema, source, trainingjob
 from .inputs import profile as profile_rules
 from .inputs.intents import Intent
@@ -107,7 +108,7 @@ def profile_from(data: dict, file: str = "", document: source.Document | None = 
 
 # Rules about the profile alone, checked once per build rather than once per job. A concern
 # module with such rules lists its `check_profile(profile) -> problems` here.
-PROFILE_CHECKS = (profile_rules.check, qos.check_profile, tuning.check_profile)
+PROFILE_CHECKS = (profile_rules.check, qos.check_profile, environment.check_profile)
 
 
 def check_profile(profile: ClusterProfile) -> list[Problem]:
@@ -150,16 +151,16 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[trainingjob.Train
     for check in (labels.check, container.check):
         problems += check(job)
     if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
-        from .planner import workload
+        from .concerns import workload
 
         problems += workload.check(job)
-    for check in (qos.check, topology.check, tuning.check, lifecycle.check, tensorboard.check, backend.check):
+    for check in (qos.check, topology.check, environment.check, lifecycle.check, tensorboard.check, backend.check):
         problems += check(job, profile)
     problems += gang.check(job, profile, backend.one_object)
     if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right
         problems += limits.check(job, profile, backend.naming)
         if profile.node_count is not None or any(p.node_count is not None for p in profile.node_pools.values()):
-            from .planner import capacity  # only where the profile counts nodes, so that Pending is known
+            from .concerns import capacity  # only where the profile counts nodes, so that Pending is known
 
             problems += capacity.check(job, profile)
     problems = [intent.locate(p) for p in problems]
@@ -215,7 +216,7 @@ ADD_ONS = (tensorboard.objects, monitoring.objects)
 def render(job: trainingjob.TrainingJob, profile: ClusterProfile) -> list[dict]:
     """Plan one valid job, let its backend encode the plan as Kubernetes objects, then add each add-on's."""
     backend = backends.get(job.backend)
-    planned = plan.build(job, profile, backend.naming)
+    planned = jobplan.build(job, profile, backend.naming)
     return backend.encode(planned) + [obj for add_on in ADD_ONS for obj in add_on(planned)]
 
 

@@ -13,10 +13,10 @@ It reads the log directory with the job's service account and env (cloud storage
 
 from __future__ import annotations
 
-from . import container, labels, metadata, names, tuning
+from .concerns import container, environment, labels, metadata, names
+from .concerns.jobplan import JobPlan
 from .inputs.problems import Problem
 from .inputs.trainingjob import TrainingJob
-from .plan import JobPlan
 from .shared import contract
 
 PORT = 6006  # TensorBoard's own default
@@ -63,7 +63,7 @@ def objects(plan: JobPlan) -> list[dict]:
     object_labels = labels.recommended(job, COMPONENT)
     env = [{"name": "HOME", "value": contract.SCRATCH_DIR}]
     if job.hadoop:
-        env += tuning.hadoop_env(job.hadoop)
+        env += environment.hadoop_env(job.hadoop)
     env += [e for e in job.env if e["name"] not in {v["name"] for v in env}]
     pod_spec = {
         # No Kubernetes API token: cloud storage credentials come with the account through the cloud's

@@ -279,7 +279,8 @@ def place_objects(cluster: LocalCluster, objects: list[dict], seed: int | None =
     """Create `objects` (shuffled by `seed`; None: as listed) and return the live pods once the scheduler settles."""
     import random
 
-    from tfjobgen import backends, promises
+    from tfjobgen import backends
+    from tfjobgen.concerns import promises
     from tfjobgen.cluster import place
 
     namespaces = sorted({o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")})
@@ -297,7 +298,7 @@ def place_objects(cluster: LocalCluster, objects: list[dict], seed: int | None =
 
 def layout(pods: list[dict]) -> dict[str, list[tuple[str, int]]]:
     """node -> sorted (role, index) of the pods bound there."""
-    from tfjobgen import promises
+    from tfjobgen.concerns import promises
 
     found: dict[str, list] = {}
     for pod in pods:
@@ -308,6 +309,6 @@ def layout(pods: list[dict]) -> dict[str, list[tuple[str, int]]]:
 
 
 def pending(pods: list[dict]) -> list[tuple[str, int]]:
-    from tfjobgen import promises
+    from tfjobgen.concerns import promises
 
     return sorted((t.role, t.index) for t in map(promises.task_of, pods) if not t.node)

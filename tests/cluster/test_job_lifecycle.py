@@ -14,7 +14,8 @@ import pytest
 from cluster_support import local_cluster
 from conftest import REPO
 from tfjobgen.shared import contract
-from tfjobgen import emit, labels, lifecycle, pipeline
+from tfjobgen import emit, pipeline
+from tfjobgen.concerns import labels, lifecycle
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 RETRIES = 1

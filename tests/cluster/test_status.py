@@ -29,7 +29,8 @@ import yaml
 from cluster_support import local_cluster, signals_as_a_terminal_gives_them, tfjobgen
 from conftest import REPO, need, tfjobgen_command
 from tfjobgen.shared import contract
-from tfjobgen import emit, labels, owned, pipeline, promises
+from tfjobgen import emit, owned, pipeline
+from tfjobgen.concerns import labels, promises
 from tfjobgen.cluster import conformance, home, pki
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"

@@ -16,8 +16,8 @@ import pytest
 from cluster_support import layout, local_cluster, node_objects, pending, place_objects, reshape
 from conftest import JOBS, render
 from jobs import job_yaml, write_job
-from tfjobgen import labels, promises
-from tfjobgen.planner import capacity
+from tfjobgen.concerns import labels, promises
+from tfjobgen.concerns import capacity
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..pods import Pod
+from ..concerns.pods import Pod
 from .base import Backend, DecodedJob
 
 # name -> module. A backend is imported when a job names it: the KRM function, started by every

@@ -22,12 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..concerns.lifecycle import Lifecycle
+from ..concerns.names import Naming
+from ..concerns.pods import Pod
 from ..inputs.problems import Problem
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
-from ..lifecycle import Lifecycle
-from ..names import Naming
-from ..pods import Pod
 
 
 @dataclass

@@ -7,10 +7,10 @@ import os
 from collections import defaultdict
 from typing import Callable
 
-from .. import container, gang, labels, metadata, names
+from ..concerns import container, gang, labels, metadata, names
+from ..concerns.jobplan import JobPlan
+from ..concerns.lifecycle import Lifecycle
 from ..inputs.problems import Problem
-from ..lifecycle import Lifecycle
-from ..plan import JobPlan
 from ..shared import contract
 
 NAMESPACE_NAME = "kubernetes.io/metadata.name"  # the label every namespace carries: its own name

@@ -41,12 +41,12 @@ which one Indexed child Job per role cannot hold: `check` refuses it, and a prof
 
 from __future__ import annotations
 
-from .. import gang, labels, lifecycle, names, pods
+from ..concerns import gang, labels, lifecycle, names, pods
+from ..concerns.jobplan import JobPlan, RolePlan
+from ..concerns.names import Naming
 from ..inputs.problems import Problem
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
-from ..names import Naming
-from ..plan import JobPlan, RolePlan
 from . import common
 from .base import Backend, DecodedJob, Reporting
 

@@ -21,12 +21,12 @@ No ttlSecondsAfterFinished: under GitOps a finished Job that deletes itself is
 
 from __future__ import annotations
 
-from .. import gang, labels, lifecycle, metadata, names, pods
+from ..concerns import gang, labels, lifecycle, metadata, names, pods
+from ..concerns.jobplan import JobPlan, RolePlan
+from ..concerns.names import Naming
 from ..inputs.problems import Problem
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
-from ..names import Naming
-from ..plan import JobPlan, RolePlan
 from . import common
 from .base import Backend, DecodedJob, Reporting
 

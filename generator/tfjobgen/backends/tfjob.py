@@ -47,13 +47,13 @@ from __future__ import annotations
 
 import json
 
-from .. import gang, lifecycle, names, pods
+from ..concerns import gang, lifecycle, names, pods
+from ..concerns.jobplan import JobPlan, RolePlan
+from ..concerns.lifecycle import Lifecycle
+from ..concerns.names import Naming
 from ..inputs.problems import WARNING, Problem
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
-from ..lifecycle import Lifecycle
-from ..names import Naming
-from ..plan import JobPlan, RolePlan
 from ..shared import contract
 from . import common
 from .base import Backend, DecodedJob, Reporting

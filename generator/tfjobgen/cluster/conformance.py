@@ -25,9 +25,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import backends, emit, pipeline, pods
+from .. import backends, emit, pipeline
 from ..backends.base import DecodedJob
-from ..gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
+from ..concerns import pods
+from ..concerns.gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
 from ..inputs import source
 from ..inputs.intents import Intent
 from ..inputs.problems import has_errors

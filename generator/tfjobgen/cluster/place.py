@@ -18,7 +18,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import backends, promises
+from .. import backends
+from ..concerns import promises
 from ..inputs.intents import Intent
 from ..inputs.profile import ClusterProfile
 from . import api, control
@@ -64,7 +65,7 @@ def nodes_needed(jobs, profile: ClusterProfile, spare: int) -> int | None:
     added up (each fits however the others land), plus `spare`. None when the profile counts them."""
     if profile.node_count is not None:
         return None
-    from ..planner import capacity
+    from ..concerns import capacity
 
     needed = sum(capacity.capacity(job, profile).own.nodes.get(capacity.NO_POOL, 0) for job in jobs)
     return max(needed, 1) + spare

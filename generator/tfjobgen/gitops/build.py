@@ -35,7 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import emit, labels, pipeline
+from .. import emit, pipeline
+from ..concerns import labels
 from ..inputs import source
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
 from . import layout

@@ -122,7 +122,7 @@ def placement_of(root: Path, overlay: str, objects: list[dict], keys: list[str],
 
 
 def _job_label(obj: dict) -> str:
-    from .. import labels
+    from ..concerns import labels
 
     return (obj["metadata"].get("labels") or {}).get(labels.JOB, "")
 
@@ -140,7 +140,8 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
     Jobs with errors get none (their problems are in the report already).
     """
     from .. import pipeline
-    from ..planner import report, workload
+    from ..concerns import workload
+    from ..planner import report
 
     try:
         profile = pipeline.load_profile(_profile_file(root, overlay))

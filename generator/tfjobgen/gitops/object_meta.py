@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import labels
+from ..concerns import labels
 
 # Kinds whose objects run a job's pods; their pod templates are immutable once created.
 RUN_KINDS = {("batch", "Job"), ("kubeflow.org", "TFJob"), ("jobset.x-k8s.io", "JobSet")}

@@ -37,8 +37,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import lifecycle
-from ..lifecycle import Lifecycle
+from ..concerns import lifecycle
+from ..concerns.lifecycle import Lifecycle
 from ..runtime import events
 from ..shared import contract
 from . import processes

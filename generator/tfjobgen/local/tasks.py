@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..backends import DecodedJob
+from ..concerns.lifecycle import Lifecycle
+from ..concerns.pods import Pod
 from ..inputs.quantity import parse as parse_quantity
-from ..lifecycle import Lifecycle
-from ..pods import Pod
 from ..shared import contract
 from ..shared.contract import CLUSTER_ENV, CONTROL_ADDRESS_ENV, ENDPOINT_MAP_KEY, TRAINING_ENV
 from .shape import LocalError

@@ -12,15 +12,15 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from .. import qos, tuning
+from ..concerns import environment, qos
+from ..concerns.capacity import Capacity
+from ..concerns.workload import RULES_ON_WORKER, Workload
 from ..inputs.trainingjob import TrainingJob
 from ..shared.variable_placement import reference_model
 from ..shared.variable_placement.round_robin import ShardLayout
 from ..shared.variable_placement.sharding import BALANCE_GOAL
-from .capacity import Capacity
 from .traffic import TopologyTraffic
 from .units import size
-from .workload import RULES_ON_WORKER, Workload
 
 STAR_SERVER_RATIO = (8, 10)  # workers per PS DeepRec recommends for StarServer
 BIG_TABLE_BYTES = 64 << 20  # a looked-up table this big makes a dense update costly
@@ -154,10 +154,10 @@ def star_server(job: TrainingJob) -> list[Advice]:
 def threads(job: TrainingJob) -> list[Advice]:
     """Thread pools larger than the CPUs a task may use (StarServer's network threads included)."""
     advice = []
-    network = dict(zip(("ps", "worker"), tuning.star_server_cores(job))) if job.uses_star_server else {}
+    network = dict(zip(("ps", "worker"), environment.star_server_cores(job))) if job.uses_star_server else {}
     for role in job.roles.values():
         budget = qos.cpu_budget(job, role.name)
-        intra, inter = tuning.threads(job, role.name)
+        intra, inter = environment.threads(job, role.name)
         polls = job.uses_star_server and (job.star_server.ps_polling if role.name == "ps"
                                           else job.star_server.worker_polling if role.name == "worker" else False)
         busy = intra + (network.get(role.name, 0) if polls else 0)

@@ -35,9 +35,9 @@ def run(args) -> int:
     import os
 
     from .. import pipeline
+    from ..concerns.workload import PlanError, from_checkpoint, of_job
     from ..inputs.problems import has_errors
     from . import report
-    from .workload import PlanError, from_checkpoint, of_job
 
     profile = pipeline.load_profile(args.profile)
     try:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import table
+from ..concerns import capacity as capacity_lib
+from ..concerns.workload import Workload
 from ..inputs.intents import Intent
 from ..inputs.profile import ClusterProfile
 from ..inputs.quantity import describe_bytes, describe_cpu
@@ -17,10 +19,8 @@ from ..inputs.trainingjob import TrainingJob
 from ..shared.variable_placement import round_robin
 from ..shared.variable_placement.sharding import BALANCE_GOAL
 from . import advice as advice_lib
-from . import capacity as capacity_lib
 from . import traffic
 from .units import percent, size
-from .workload import Workload
 
 MAX_PS_ROWS = 32  # bytes per PS are listed one row per PS up to this many PS
 

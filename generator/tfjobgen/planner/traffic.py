@@ -51,10 +51,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..concerns.workload import ID_BYTES, RULES_ON_WORKER, Workload
 from ..inputs.trainingjob import TrainingJob
 from ..shared.variable_placement import reference_model
 from ..shared.variable_placement.round_robin import Shard, ShardLayout
-from .workload import ID_BYTES, RULES_ON_WORKER, Workload
 
 # TensorFlow's gRPC bytes around each tensor that crosses between tasks: the receiver's RecvTensor
 # request naming it, the reply's metadata, HTTP/2 and gRPC frames. Measured on run-local's loopback

@@ -3,7 +3,7 @@
 A task fails for good when it exits with a permanent code (contract.PERMANENT_EXIT_CODES),
 or with any other failure on its last attempt: its failure count (the Job controller's
 annotation, TFJOBGEN_TASK_FAILURES) has reached its budget (TFJOBGEN_TASK_RETRIES).
-Kubernetes then fails its Job (generator/tfjobgen/lifecycle.py), but the other roles'
+Kubernetes then fails its Job (generator/tfjobgen/concerns/lifecycle.py), but the other roles'
 Jobs would go on, their PS and workers waiting for a chief that will not finish. So,
 before it exits:
 

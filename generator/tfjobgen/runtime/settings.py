@@ -1,6 +1,6 @@
 """What a task is told by its environment: who it is, the cluster, thread pools, the training.
 
-The generator writes these variables into every pod (generator/tfjobgen/tuning.py):
+The generator writes these variables into every pod (generator/tfjobgen/concerns/environment.py):
 TF_CONFIG, TF_NUM_INTRAOP_THREADS, TF_NUM_INTEROP_THREADS, TFJOBGEN_JOB,
 TFJOBGEN_API, TFJOBGEN_PROTOCOL, TFJOBGEN_CONTROL_ADDRESS, TFJOBGEN_TRAINING,
 TFJOBGEN_EVALUATOR, TFJOBGEN_TASK_RETRIES, TFJOBGEN_TASK_FAILURES and TFJOBGEN_METRICS_PORT.

@@ -36,7 +36,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .. import backends, gang, labels, lifecycle, promises
+from .. import backends
+from ..concerns import gang, labels, lifecycle, promises
 from ..shared import contract
 from . import metrics
 from .read import Snapshot, event_time

@@ -26,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from .. import gang, labels
 from ..backends import jobset, native, tfjob
+from ..concerns import gang, labels
 from ..shared import contract
 
 REQUEST_TIMEOUT = 15.0  # seconds for one API request
@@ -231,7 +231,7 @@ class Reader:
 
     def metrics(self, snapshot: Snapshot) -> dict[str, Scrape]:
         """Each PS's and the chief's metrics, through the API server's pod proxy, all at once."""
-        from .. import promises
+        from ..concerns import promises
 
         targets = {}
         for pod in snapshot.pods:
@@ -335,7 +335,7 @@ def _metrics_port(pod: dict) -> int | None:
 
 def _chiefs(pods: list[dict]) -> set[str]:
     """The task that drives the global step: the chief, else worker 0 (it serves the job's counters)."""
-    from .. import promises
+    from ..concerns import promises
 
     roles = {promises.task_of(p).role for p in pods}
     return {"chief:0"} if "chief" in roles else {"worker:0"}

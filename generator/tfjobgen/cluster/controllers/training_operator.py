@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import gang
+from ...concerns import gang
 from ...inputs.profile import ClusterProfile
 from .. import tools
 from ..processes import Component

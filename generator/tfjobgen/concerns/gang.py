@@ -36,11 +36,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from ..inputs import quantity
+from ..inputs.problems import WARNING, Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
 from . import labels, metadata, topology
-from .inputs import quantity
-from .inputs.problems import WARNING, Problem
-from .inputs.profile import ClusterProfile
-from .inputs.trainingjob import TrainingJob
 
 VOLCANO_SCHEDULER = "volcano"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"

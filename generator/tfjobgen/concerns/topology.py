@@ -38,11 +38,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..inputs.problems import WARNING, Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.quantity import describe_bytes, describe_cpu
+from ..inputs.trainingjob import TrainingJob
 from . import labels
-from .inputs.problems import WARNING, Problem
-from .inputs.profile import ClusterProfile
-from .inputs.quantity import describe_bytes, describe_cpu
-from .inputs.trainingjob import TrainingJob
 
 HOSTNAME = "kubernetes.io/hostname"
 REQUIRED, PREFERRED = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"

@@ -23,11 +23,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from . import container, labels, lifecycle, names, qos, topology, tuning
-from .inputs.profile import ClusterProfile
-from .inputs.trainingjob import TrainingJob
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
+from ..shared import contract
+from . import container, environment, labels, lifecycle, names, qos, topology
 from .names import Naming
-from .shared import contract
 
 SCRATCH_VOLUME = "scratch"
 CLUSTER_VOLUME = "cluster"
@@ -74,7 +74,7 @@ class JobPlan:
 
 def build(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> JobPlan:
     own_objects = topology.roles_needing_own_objects(job)
-    cluster = tuning.cluster_spec(job, profile, naming)
+    cluster = environment.cluster_spec(job, profile, naming)
     roles = []
     for name, spec in job.roles.items():
         per_task = profile.task_objects == "per-task" or name in own_objects
@@ -86,7 +86,7 @@ def build(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> JobPlan:
         roles.append(RolePlan(name, spec.replicas, per_task, tasks))
     config = {contract.CLUSTER_KEY: contract.cluster_json(cluster)}
     if job.uses_star_server:
-        config[contract.ENDPOINT_MAP_KEY] = tuning.endpoint_map(job, profile, cluster)
+        config[contract.ENDPOINT_MAP_KEY] = environment.endpoint_map(job, profile, cluster)
     return JobPlan(job, profile, naming, tuple(roles), cluster, config)
 
 
@@ -113,7 +113,7 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
             "name": names.cluster_config(job)}, "name": CLUSTER_VOLUME})
     training = {
         "command": container.command(job),
-        "env": tuning.env(job, profile, naming, role, index),
+        "env": environment.env(job, profile, naming, role, index),
         "image": container.image(job, profile),
         "imagePullPolicy": container.PULL_POLICY,
         "name": contract.CONTAINER_NAME,

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 
+from ..inputs.problems import WARNING, Problem, field_path
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
+from ..shared import contract
+from ..shared.contract import CLUSTER_ENV, TASK_INDEX_ENV
 from . import lifecycle, names, qos
-from .inputs.problems import WARNING, Problem, field_path
-from .inputs.profile import ClusterProfile
-from .inputs.trainingjob import TrainingJob
 from .names import Naming
-from .shared import contract
-from .shared.contract import CLUSTER_ENV, TASK_INDEX_ENV
 
 # Generated variables, and the spec field to set instead of writing them in spec.env.
 _RESERVED = {

@@ -17,12 +17,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from ..inputs.problems import WARNING, Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.quantity import cpu_text, describe_bytes, describe_cpu
+from ..inputs.trainingjob import TrainingJob
+from ..shared import contract
 from . import topology
-from .inputs.problems import WARNING, Problem
-from .inputs.profile import ClusterProfile
-from .inputs.quantity import cpu_text, describe_bytes, describe_cpu
-from .inputs.trainingjob import TrainingJob
-from .shared import contract
 
 # A TensorFlow task below this cannot even import TensorFlow (about 600 MB resident, measured on 2.21).
 MIN_TASK_MEMORY = 256 << 20

@@ -8,7 +8,7 @@ ones that describe the intent itself (kustomize's, kpt's, kubectl's).
 
 from __future__ import annotations
 
-from .inputs.trainingjob import TrainingJob
+from ..inputs.trainingjob import TrainingJob
 
 # Intent annotations that describe the intent itself, not its objects.
 _BOOKKEEPING_PREFIXES = ("kustomize.config.k8s.io/", "config.kubernetes.io/", "internal.config.kubernetes.io/",

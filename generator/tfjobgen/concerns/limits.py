@@ -17,7 +17,7 @@ never start:
   (argo-cd#820): a bigger ConfigMap syncs only with ServerSideApply=true. A warning.
 
 Each limit is checked on the environment the kubelet would really give the worst pod (the
-same `tuning.env` entries, `$(VAR)` expanded as pods.py does), and an error names the
+same `environment.env` entries, `$(VAR)` expanded as pods.py does), and an error names the
 limit, the size, and how many workers would fit with the job's PS.
 """
 
@@ -27,13 +27,13 @@ import dataclasses
 import json
 from typing import Callable
 
-from . import pods, tuning
-from .inputs.kubernetes_syntax import ANNOTATIONS_MAX
-from .inputs.problems import WARNING, Problem
-from .inputs.profile import ClusterProfile
-from .inputs.trainingjob import TrainingJob
+from ..inputs.kubernetes_syntax import ANNOTATIONS_MAX
+from ..inputs.problems import WARNING, Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
+from ..shared import contract
+from . import environment, pods
 from .names import Naming
-from .shared import contract
 
 ENV_STRING_MAX = 32 * 4096  # MAX_ARG_STRLEN: one NAME=value string, its NUL included
 ENVIRONMENT_MAX = (8 << 20) // 4  # argv + environment: a quarter of an 8 MiB stack limit
@@ -54,7 +54,7 @@ class Sizes:
 def _pod_env(job: TrainingJob, profile: ClusterProfile, naming: Naming, role: str, cluster: str) -> dict[str, str]:
     """The literal env of the role's last task, as the kubelet expands it (sources outside the job count as empty)."""
     known: dict[str, str] = {}
-    for entry in tuning.env(job, profile, naming, role, job.roles[role].replicas - 1):
+    for entry in environment.env(job, profile, naming, role, job.roles[role].replicas - 1):
         if "value" in entry:
             known[entry["name"]] = pods.expand_references(entry["value"], known)
         elif entry["name"] == contract.CLUSTER_ENV:
@@ -62,12 +62,12 @@ def _pod_env(job: TrainingJob, profile: ClusterProfile, naming: Naming, role: st
         else:
             known[entry["name"]] = ""
     if naming.writes_tf_config:  # the controller writes it, with the same addresses
-        known[contract.TF_CONFIG] = tuning.tf_config_template(role, cluster, str(job.roles[role].replicas - 1))
+        known[contract.TF_CONFIG] = environment.tf_config_template(role, cluster, str(job.roles[role].replicas - 1))
     return known
 
 
 def sizes(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> Sizes:
-    cluster = tuning.cluster_spec(job, profile, naming)
+    cluster = environment.cluster_spec(job, profile, naming)
     cluster_text = contract.cluster_json(cluster)
     longest, longest_name, largest = 0, "", 0
     for role in job.roles:
@@ -79,7 +79,7 @@ def sizes(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> Sizes:
         largest = max(largest, sum(strings.values()))
     data = {contract.CLUSTER_KEY: cluster_text}
     if job.uses_star_server:
-        data[contract.ENDPOINT_MAP_KEY] = tuning.endpoint_map(job, profile, cluster)
+        data[contract.ENDPOINT_MAP_KEY] = environment.endpoint_map(job, profile, cluster)
     config_map = sum(len(value.encode()) for value in data.values())
     last_applied = len(json.dumps({"data": data}, separators=(",", ":")).encode()) + _APPLY_METADATA
     return Sizes(longest, longest_name, largest, config_map, last_applied)

@@ -30,11 +30,11 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .. import topology
 from ..inputs.problems import WARNING, Problem
 from ..inputs.profile import ClusterProfile, NodeShape
 from ..inputs.quantity import describe_bytes, describe_cpu
 from ..inputs.trainingjob import TrainingJob
+from . import topology
 
 MODES = ("colocated", "isolated", "spread", "none")
 NO_POOL = "any"  # the label of nodes a role without a node pool uses

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from .inputs.problems import Problem
-from .inputs.profile import ClusterProfile
-from .inputs.trainingjob import TrainingJob
+from ..inputs.problems import Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
+from ..shared import contract
 from .names import Naming
-from .shared import contract
 
 # The kubelet asks the registry at every pod start: a copy cached on the node is never run without
 # the pod's pull credentials being checked, and a moved tag is noticed. Layers already on the node are

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .inputs.kubernetes_syntax import ANNOTATIONS_MAX, KEY_RULE, check_map, key_name_problem
-from .inputs.problems import WARNING, Problem, field_path
-from .inputs.trainingjob import TrainingJob
+from ..inputs.kubernetes_syntax import ANNOTATIONS_MAX, KEY_RULE, check_map, key_name_problem
+from ..inputs.problems import WARNING, Problem, field_path
+from ..inputs.trainingjob import TrainingJob
 
 OUR_PREFIX = "tfjobgen.dev/"  # every label under it is tfjobgen's own
 JOB = "tfjobgen.dev/job"

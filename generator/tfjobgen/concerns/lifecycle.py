@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .inputs.problems import WARNING, Problem
-from .inputs.profile import ClusterProfile
-from .inputs.trainingjob import TrainingJob
-from .shared import contract
+from ..inputs.problems import WARNING, Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
+from ..shared import contract
 
 RESTART_POLICY = "Never"
 DISRUPTION_CONDITION = "DisruptionTarget"  # set by the cluster on pods it evicts or preempts

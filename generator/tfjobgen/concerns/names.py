@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .inputs.problems import Problem
-from .inputs.profile import ClusterProfile
-from .inputs.trainingjob import TrainingJob
+from ..inputs.problems import Problem
+from ..inputs.profile import ClusterProfile
+from ..inputs.trainingjob import TrainingJob
 
 DNS_LABEL_MAX = 63  # the schema checks the characters; this module checks what names grow into
 

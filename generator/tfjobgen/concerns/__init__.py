@@ -1,0 +1,22 @@
+"""The generator's rules, one concern per file: each checks a job (and the profile) and fills its
+part of the JobPlan. Pure functions: no file, no clock, no cluster.
+
+    jobplan      JobPlan: a validated job as what each task needs, before any backend
+    environment  a task's environment: TF_CONFIG, thread pools, StarServer, the runtime's settings
+    container    the training container: image, command, ports, probes, security context
+    qos          resources and the CPU manager: Guaranteed pods on whole CPUs, or shared
+    topology     where pods land: colocated, isolated, spread (affinity, node pools)
+    promises     what each topology promises, judged on real pods (by cluster/ and status/)
+    gang         gang admission: Volcano, the coscheduling plugin, Kueue
+    lifecycle    how tasks end: per-task budgets, permanent exit codes, the chief's success
+    limits       what Linux and the API server refuse: argv and environment size, object size
+    labels       labels on objects and pods, and the selectors built from them
+    names        object and pod names, as each backend's controller makes them (Naming)
+    metadata     the intent's labels and annotations carried to every object
+    pods         the pod template every backend wraps
+    workload     the variables a job creates (spec.training, spec.model, a checkpoint)
+    capacity     the nodes each topology needs, and what would stay Pending on a profile's nodes
+
+They import inputs/ and shared/ only (docs/design.md, "Layers"); backends/ and addons/
+turn a JobPlan into objects. This face imports nothing, to keep the KRM cold start lean.
+"""
