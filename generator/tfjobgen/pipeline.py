@@ -15,7 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends, monitoring, tensorboard
+from . import backends
+from .addons import monitoring, tensorboard
 from .concerns import container, environment, gang, jobplan, labels, lifecycle, limits, names, qos, topology
 from .inputs import intents, schema, source, trainingjob
 from .inputs import profile as profile_rules

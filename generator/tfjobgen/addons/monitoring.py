@@ -15,10 +15,10 @@ the Job controller gives every task's pod (names.pods_pattern).
 
 from __future__ import annotations
 
+from ..concerns import labels, metadata, names
+from ..concerns.jobplan import JobPlan
+from ..shared import contract
 from . import dashboard
-from .concerns import labels, metadata, names
-from .concerns.jobplan import JobPlan
-from .shared import contract
 
 API_VERSION = "monitoring.coreos.com/v1"
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 
-from .concerns import names
-from .concerns.jobplan import JobPlan
-from .shared import contract
+from ..concerns import names
+from ..concerns.jobplan import JobPlan
+from ..shared import contract
 
 _WIDTH = 24  # Grafana's grid is 24 columns wide
 _HEIGHT = 8

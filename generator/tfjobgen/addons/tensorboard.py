@@ -13,11 +13,11 @@ It reads the log directory with the job's service account and env (cloud storage
 
 from __future__ import annotations
 
-from .concerns import container, environment, labels, metadata, names
-from .concerns.jobplan import JobPlan
-from .inputs.problems import Problem
-from .inputs.trainingjob import TrainingJob
-from .shared import contract
+from ..concerns import container, environment, labels, metadata, names
+from ..concerns.jobplan import JobPlan
+from ..inputs.problems import Problem
+from ..inputs.trainingjob import TrainingJob
+from ..shared import contract
 
 PORT = 6006  # TensorBoard's own default
 COMPONENT = "tensorboard"
