@@ -20,9 +20,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
-from tfjobgen import pipeline  # noqa: E402
-from tfjobgen.planner import report
 from tfjobgen.concerns import workload  # noqa: E402
+from tfjobgen.expand import pipeline  # noqa: E402
+from tfjobgen.planner import report
 
 PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 LARGE = """\

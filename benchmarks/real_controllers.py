@@ -62,8 +62,8 @@ def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str, g
     decoded = conformance.decoded_job(rendered)
     conformance.restricted_namespace(objects, namespace)
     if gang == "kueue":
-        from tfjobgen import pipeline
         from tfjobgen.cluster.controllers import kueue
+        from tfjobgen.expand import pipeline
 
         queue = kueue.local_queue(pipeline.load_profile(str(profile_path)), namespace)
         api.wait_until(lambda: objects.apply(queue), 60, f"LocalQueue {namespace}")

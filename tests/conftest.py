@@ -247,7 +247,7 @@ def built_overlays() -> dict[str, str]:
 
 def render(*paths, profile: str | None = None) -> list[dict]:
     """Objects the job files become (in-process, the same pipeline kustomize runs)."""
-    from tfjobgen import emit, pipeline
+    from tfjobgen.expand import emit, pipeline
 
     intents, problems = pipeline.load_intents([str(p) for p in paths])
     expansion = pipeline.expand(intents, pipeline.load_profile(str(profile) if profile else None))
@@ -258,7 +258,7 @@ def render(*paths, profile: str | None = None) -> list[dict]:
 
 def problems_of(text: str, tmp_path, profile: str | None = None, name: str = "job.yaml"):
     """Every problem `tfjobgen validate` finds in a job file with this text (in-process)."""
-    from tfjobgen import pipeline
+    from tfjobgen.expand import pipeline
 
     path = tmp_path / name
     path.write_text(text)

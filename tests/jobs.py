@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from conftest import JOBS
-from tfjobgen.shared import contract
-from tfjobgen import pipeline
+
+from tfjobgen.expand import pipeline
 from tfjobgen.inputs import source
 from tfjobgen.inputs.intents import Intent
+from tfjobgen.shared import contract
 
 # Every example job file of jobs/ (each a TrainingJob; the kustomization lists them).
 JOB_FILES = sorted(p for p in JOBS.glob("*.yaml") if p.name != "kustomization.yaml")

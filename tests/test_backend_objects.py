@@ -16,18 +16,19 @@ import functools
 import json
 
 import pytest
-
 from conftest import JOBS, REPO
 from gitops.gitops_support import crd_dir
+
 from jobs import JOB_FILES, example
-from tfjobgen import backends, pipeline
+from tfjobgen import backends
+from tfjobgen.backends import jobset, tfjob
 from tfjobgen.concerns import gang, lifecycle
+from tfjobgen.expand import pipeline
+from tfjobgen.gitops import crds
 from tfjobgen.inputs import source
 from tfjobgen.inputs.intents import Intent
-from tfjobgen.shared import contract
-from tfjobgen.backends import jobset, tfjob
-from tfjobgen.gitops import crds
 from tfjobgen.inputs.problems import has_errors
+from tfjobgen.shared import contract
 
 SCHEDULERS = ("none", "volcano", "scheduler-plugins", "kueue")
 SUPPORTED = ("1.30", "1.33", "1.37")

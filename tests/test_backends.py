@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import REPO
+
 from jobs import JOB_FILES, example
-from tfjobgen import backends, describe, pipeline
+from tfjobgen import backends
 from tfjobgen.concerns import jobplan
-from tfjobgen.shared import contract
+from tfjobgen.expand import pipeline, summary
 from tfjobgen.inputs.problems import has_errors
+from tfjobgen.shared import contract
 
 
 def _expressible(backend: str) -> list:
@@ -60,12 +61,12 @@ def test_decode_gives_back_one_pod_per_planned_task(backend):
 @pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
 def test_summary_reads_every_backend_alike(backend):
     for name, job_plan, objects in _expressible(backend):
-        (summary,) = describe.jobs(objects)
-        assert summary.backend == backend
-        assert {role: s.replicas for role, s in summary.roles.items()} == \
+        (job,) = summary.jobs(objects)
+        assert job.backend == backend
+        assert {role: s.replicas for role, s in job.roles.items()} == \
             {role: spec.replicas for role, spec in job_plan.job.roles.items()}, name
-        assert summary.topology == job_plan.job.topology.mode
-        assert summary.qos == job_plan.job.qos
+        assert job.topology == job_plan.job.topology.mode
+        assert job.qos == job_plan.job.qos
 
 
 def _without_pod_templates(objects: list[dict]) -> list[dict]:
@@ -86,18 +87,19 @@ def _without_pod_templates(objects: list[dict]) -> list[dict]:
 def test_objects_without_pod_templates_are_described_as_far_as_they_go(backend, capsys, tmp_path):
     """`tfjobgen summary` of objects edited by hand: never a traceback; the jobs it can read, and a line
     for each it cannot."""
-    from tfjobgen import cli, emit
+    from tfjobgen import cli
+    from tfjobgen.expand import emit
 
     _, _, objects = _expressible(backend)[0]
-    (summary,) = describe.jobs(_without_pod_templates(objects))
-    assert summary.backend == backend and summary.roles == {} and summary.topology == "?"
-    assert summary.unreadable
+    (job,) = summary.jobs(_without_pod_templates(objects))
+    assert job.backend == backend and job.roles == {} and job.topology == "?"
+    assert job.unreadable
     path = tmp_path / "rendered.yaml"
     path.write_text(emit.to_yaml(_without_pod_templates(objects)))
     assert cli.main(["summary", str(path)]) == 0
     out, err = capsys.readouterr()
-    assert summary.key in out and "internal error" not in err
-    assert f"{path}: warning: {summary.key}: " in err and "no 'template'" in err
+    assert job.key in out and "internal error" not in err
+    assert f"{path}: warning: {job.key}: " in err and "no 'template'" in err
 
 
 def test_decode_ignores_objects_of_no_job_and_keeps_jobs_apart():

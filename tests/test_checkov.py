@@ -12,9 +12,9 @@ import shutil
 import subprocess
 
 import yaml
-
 from conftest import REPO, need, render, uses
-from tfjobgen import describe, emit
+
+from tfjobgen.expand import emit, summary
 
 ALLOWLIST = REPO / "tests" / "checkov-allowlist.yaml"
 GOLDEN = REPO / "tests" / "golden"
@@ -70,7 +70,7 @@ def test_every_checkov_finding_is_allowed_and_every_allowance_is_needed(tmp_path
         for obj in group:
             meta = obj["metadata"]
             by_resource[f"{obj['kind']}.{meta.get('namespace', 'default')}.{meta['name']}"] = obj
-        qos.update({summary.name: summary.qos for summary in describe.jobs(group)})
+        qos.update({summary.name: summary.qos for summary in summary.jobs(group)})
     unexpected, used = [], set()
     for failure in _failures(tmp_path):
         obj = by_resource[failure["resource"]]

@@ -13,9 +13,9 @@ import os
 import shutil
 
 import pytest
-
 from conftest import REPO, kustomize_build, render, run_tfjobgen
-from tfjobgen import emit
+
+from tfjobgen.expand import emit
 
 GOLDEN = REPO / "tests" / "golden"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "job.yaml").exists())

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tfjobgen import emit, locate, pipeline
-from tfjobgen.inputs import intents
+from tfjobgen.expand import emit, locate, pipeline
 from tfjobgen.gitops import tree
+from tfjobgen.inputs import intents
 
 JOB = {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "TrainingJob", "metadata": {"name": "a", "namespace": "ml"},
        "spec": {"image": "registry.example.com/x:1", "roles": {"ps": {"cpu": 1, "memory": "1Gi"},

@@ -14,9 +14,9 @@ import subprocess
 
 import pytest
 import yaml
-
 from conftest import JOBS, REPO, kpt, load_yaml_stream, run_tfjobgen
-from tfjobgen import krm, pipeline
+
+from tfjobgen.expand import krm, pipeline
 
 JOB = (JOBS / "wide-deep.yaml").read_text()
 OTHER = {

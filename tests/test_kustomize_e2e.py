@@ -15,12 +15,13 @@ import subprocess
 from collections import Counter
 
 import pytest
-
 from cluster_dns import ClusterDNS
 from conftest import OVERLAYS, REPO, kubectl, kustomize_build, load_yaml_stream, need
+
 from jobs import JOB_FILES
-from tfjobgen import backends, describe
+from tfjobgen import backends
 from tfjobgen.concerns import labels
+from tfjobgen.expand import summary
 
 # Kubernetes versions the output is validated against: the oldest supported and the newest bundled.
 SUPPORTED = ["1.30", "1.33", "1.37"]
@@ -43,7 +44,7 @@ def test_overlay_builds_and_no_intent_survives(overlay_objects, overlay):
     assert "TrainingJob" not in kinds and "ClusterProfile" not in kinds
     monitoring = {"PodMonitor", "PrometheusRule"} if overlay == "prod-96c" else set()  # its profile turns it on
     assert set(kinds) == {"ConfigMap", "Service", "NetworkPolicy", "Job", "JobSet"} | monitoring  # jobs/ctr-jobset.yaml
-    assert len(describe.jobs(objects)) == len(JOB_FILES), "every intent in jobs/ became a job"
+    assert len(summary.jobs(objects)) == len(JOB_FILES), "every intent in jobs/ became a job"
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -96,8 +97,8 @@ def test_build_is_deterministic(built_overlays):
 def test_overlays_patch_intents_before_expansion(overlay_objects):
     """prod-96c patches replicas and pins an image tag with the standard `images:` field; its profile's
     isolatedPools give the isolated deeprec-ctr its node pools."""
-    prod = {s.name: s for s in describe.jobs(overlay_objects["prod-96c"])}
-    seed = {s.name: s for s in describe.jobs(overlay_objects["seed-80c"])}
+    prod = {s.name: s for s in summary.jobs(overlay_objects["prod-96c"])}
+    seed = {s.name: s for s in summary.jobs(overlay_objects["seed-80c"])}
     assert seed["wide-deep"].roles["worker"].replicas == 32 and prod["wide-deep"].roles["worker"].replicas == 48
     images = {o["spec"]["template"]["spec"]["containers"][0]["image"]
               for o in overlay_objects["prod-96c"]

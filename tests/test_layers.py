@@ -27,8 +27,8 @@ EXCEPTIONS = {
     # The generator checks spec.model with the planner's rules, and where a profile counts nodes it warns
     # of tasks that would stay Pending with the planner's packing: both imported lazily, only for the jobs
     # that need them (docs/design.md, "The pipeline").
-    ("tfjobgen.pipeline", "tfjobgen.concerns.workload"),
-    ("tfjobgen.pipeline", "tfjobgen.concerns.capacity"),
+    ("tfjobgen.expand.pipeline", "tfjobgen.concerns.workload"),
+    ("tfjobgen.expand.pipeline", "tfjobgen.concerns.capacity"),
     # The runtime checks TFJOBGEN_TRAINING against the schema, the single source of spec.training's fields
     # and defaults (imported lazily, with jsonschema, once per task).
     ("tfjobgen.runtime.settings", "tfjobgen.inputs.schema"),
@@ -119,7 +119,7 @@ def test_the_layers_name_real_modules_and_the_exceptions_are_still_needed():
 
 
 def test_the_check_sees_lazy_and_relative_imports():
-    imported = imports(PACKAGE / "pipeline.py")
+    imported = imports(PACKAGE / "expand" / "pipeline.py")
     assert {"tfjobgen.concerns.workload", "tfjobgen.backends", "tfjobgen.inputs.profile"} <= imported
     assert layer_of("tfjobgen.runtime.tf1", layers()) == "runtime"
     assert layer_of("tfjobgen.concerns.qos", layers()) == "concerns"

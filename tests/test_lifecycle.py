@@ -10,13 +10,14 @@ checks the fields themselves for 1.30, 1.33 and 1.37).
 from __future__ import annotations
 
 import pytest
-
 from conftest import JOBS, REPO, problems_of, render
-from tfjobgen import backends, pipeline
-from tfjobgen.concerns import lifecycle
-from tfjobgen.shared import contract
-from tfjobgen.concerns.lifecycle import Lifecycle
+
+from tfjobgen import backends
 from tfjobgen.backends import jobset as jobset_backend
+from tfjobgen.concerns import lifecycle
+from tfjobgen.concerns.lifecycle import Lifecycle
+from tfjobgen.expand import pipeline
+from tfjobgen.shared import contract
 
 GOLDEN = REPO / "tests" / "golden"
 EXAMPLES = [p for p in sorted(JOBS.glob("*.yaml")) if p.name != "kustomization.yaml"] + \

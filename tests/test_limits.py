@@ -13,11 +13,12 @@ import errno
 import subprocess
 
 import pytest
-
 from conftest import JOBS, problems_of
-from tfjobgen import backends, pipeline
-from tfjobgen.concerns import limits, names, jobplan
-from tfjobgen.inputs import trainingjob, schema
+
+from tfjobgen import backends
+from tfjobgen.concerns import jobplan, limits, names
+from tfjobgen.expand import pipeline
+from tfjobgen.inputs import schema, trainingjob
 from tfjobgen.inputs.problems import WARNING
 
 PROFILE = pipeline.load_profile(None)

@@ -11,16 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-import pytest
-
 import pss
+import pytest
 from conftest import REPO, crd_dir, problems_of, render
+
 from jobs import job_yaml
-from tfjobgen import backends, pipeline
-from tfjobgen.concerns import labels, qos
-from tfjobgen.shared import contract
+from tfjobgen import backends
+from tfjobgen.concerns import capacity, labels, qos
+from tfjobgen.expand import pipeline
 from tfjobgen.gitops import crds
-from tfjobgen.concerns import capacity
+from tfjobgen.shared import contract
 
 PROD = "prod-96c"
 GOLDEN_GPU = REPO / "tests" / "golden" / "gpu-monitoring"

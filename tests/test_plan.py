@@ -14,15 +14,16 @@ import re
 import struct
 
 import pytest
-
 from conftest import JOBS, OVERLAYS, REPO, need, render, run_tfjobgen
-from tfjobgen import backends, pipeline
+
+from tfjobgen import backends
+from tfjobgen.concerns import capacity
+from tfjobgen.concerns.workload import RULES_ON_PS, RULES_ON_WORKER, Workload, of_job
+from tfjobgen.expand import pipeline
 from tfjobgen.inputs import schema
 from tfjobgen.inputs.intents import Intent
 from tfjobgen.planner import advice as advice_lib
-from tfjobgen.concerns import capacity
 from tfjobgen.planner import report, traffic
-from tfjobgen.concerns.workload import RULES_ON_PS, RULES_ON_WORKER, Workload, of_job
 from tfjobgen.shared.variable_placement import reference_model, round_robin, sharding
 
 SEED_PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"

@@ -27,14 +27,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from cluster_dns import ClusterDNS
+from conftest import REPO
+from gitops.gitops_support import crd_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster_dns import ClusterDNS
-from conftest import REPO
 from jobs import JOB_FILES
-from gitops.gitops_support import crd_dir
-from tfjobgen import backends, cli, emit, pipeline
+from tfjobgen import backends, cli
+from tfjobgen.expand import emit, pipeline
 from tfjobgen.inputs import intents, schema, schema_fast, source
 from tfjobgen.shared import contract
 

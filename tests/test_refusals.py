@@ -24,7 +24,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import TESTS, run_tfjobgen
 
 CASES = TESTS / "refusals"

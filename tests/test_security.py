@@ -6,10 +6,11 @@ import copy
 
 import pss
 from conftest import REPO, render
+
 from tfjobgen import backends
 from tfjobgen.concerns import labels
-from tfjobgen.shared import contract
 from tfjobgen.concerns.pods import Pod
+from tfjobgen.shared import contract
 
 GOLDEN = sorted((REPO / "tests" / "golden").glob("*/job.yaml"))
 

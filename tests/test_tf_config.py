@@ -15,8 +15,8 @@ import json
 
 import pytest
 from cluster_dns import ClusterDNS, candidates
-
 from conftest import REPO, need, render
+
 from jobs import JOB_FILES
 from tfjobgen import backends, tf_resolver
 from tfjobgen.shared import contract

@@ -7,10 +7,9 @@ tests/cluster/test_topology_real.py (one rule at a time) and tests/cluster/test_
 
 from __future__ import annotations
 
-
 import pytest
-
 from conftest import JOBS, problems_of, render, run_tfjobgen
+
 from jobs import job_yaml, write_job
 from tfjobgen import backends
 from tfjobgen.concerns import labels

@@ -6,8 +6,8 @@ import json
 import math
 
 import pytest
-
 from conftest import JOBS, REPO, problems_of, render
+
 from tfjobgen import backends
 from tfjobgen.inputs import quantity
 

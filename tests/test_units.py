@@ -5,8 +5,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-
 from conftest import problems_of
+
 from tfjobgen.inputs import quantity, schema
 from tfjobgen.inputs.problems import Problem, ResourceRef, field_path
 
@@ -84,7 +84,7 @@ def test_an_image_registry_is_a_mirror_of_every_image(image, mirrored):
     import dataclasses
 
     from tfjobgen.concerns import container
-    from tfjobgen import pipeline
+    from tfjobgen.expand import pipeline
     from tfjobgen.inputs.profile import default_profile
 
     job = type("Job", (), {"image": image})()

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 import yaml
-
 from conftest import kubectl, load_yaml_stream  # noqa: F401 (kubectl skips when missing)
-from tfjobgen import emit
+
+from tfjobgen.expand import emit
 from tfjobgen.inputs import source
 from tfjobgen.inputs.yamlstyle import Loader, needs_quotes
 

@@ -27,12 +27,12 @@ import time
 
 from common import job_variant, machine, markdown, save
 
-from tfjobgen import backends, pipeline
-from tfjobgen.shared.contract import PERMANENT_EXIT_CODES
+from tfjobgen import backends, owned
 from tfjobgen.concerns.lifecycle import Lifecycle
-from tfjobgen import owned
+from tfjobgen.expand import pipeline
 from tfjobgen.local import tasks
 from tfjobgen.local.supervisor import Supervisor
+from tfjobgen.shared.contract import PERMANENT_EXIT_CODES
 
 WARM_UP = 100  # steps before the window: tracing, the first batches
 TAIL = 100  # steps after it

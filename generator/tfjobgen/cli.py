@@ -30,7 +30,7 @@ class _UsageError(Exception):
 
 def _load_intents(paths: list[str]):
     """Intents of every file, and problems of files that could not be read or parsed."""
-    from . import pipeline
+    from .expand import pipeline
 
     try:
         return pipeline.load_intents(paths)
@@ -44,7 +44,7 @@ def _print_problems(problems) -> None:
 
 
 def cmd_validate(args) -> int:
-    from . import pipeline
+    from .expand import pipeline
     from .inputs import intents
     from .inputs.problems import has_errors
 
@@ -61,7 +61,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_render(args) -> int:
-    from . import emit, pipeline
+    from .expand import emit, pipeline
 
     profile = pipeline.load_profile(args.profile)
     intents, problems = _load_intents(args.paths)
@@ -88,13 +88,13 @@ def cmd_schema(args) -> int:
 
 
 def cmd_krm(args) -> int:
-    from . import krm
+    from .expand import krm
 
     return krm.main(args.config)
 
 
 def cmd_summary(args) -> int:
-    from . import describe
+    from .expand import summary
     from .inputs import source
     from .inputs.problems import InvalidInput
 
@@ -104,8 +104,8 @@ def cmd_summary(args) -> int:
     except InvalidInput as err:
         _print_problems(err.problems)
         return EXIT_INVALID
-    summaries = describe.jobs(objects)
-    print(describe.table_of(summaries))
+    summaries = summary.jobs(objects)
+    print(summary.table_of(summaries))
     for summary in (s for s in summaries if s.unreadable):  # described as far as its objects go
         print(f"{args.file}: warning: {summary.key}: {summary.unreadable}", file=sys.stderr)
     return EXIT_OK
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["krm"] and not any(a.startswith("-") for a in argv[1:]):
-        from . import krm  # the hot path inside every kustomize build: skip argparse
+        from .expand import krm  # the hot path inside every kustomize build: skip argparse
 
         return krm.main(argv[1:])
     args = _parser().parse_args(argv)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conftest import REPO, need, tfjobgen_command, uses
+
 from tfjobgen.cluster import api, control, home, processes, tools
 
 SESSION_HOME = Path(os.environ[home.HOME_ENV])  # this session's folder (conftest.py)
@@ -92,8 +93,8 @@ class LocalCluster:
         (a LocalQueue belongs with its namespace; tfjobgen names it and emits none)."""
         self.objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         if "kueue" in self.state()["components"]:
-            from tfjobgen import pipeline
             from tfjobgen.cluster.controllers import kueue
+            from tfjobgen.expand import pipeline
 
             queue = kueue.local_queue(pipeline.load_profile(self.state()["profile"] or None), name)
             self.wait(lambda: self.objects.apply(queue), f"LocalQueue {name}/{queue['metadata']['name']}")
@@ -167,8 +168,8 @@ def signals_as_a_terminal_gives_them() -> None:
 def node_objects(count: int, cpu: int = 80, memory: str = "256Gi", prefix: str = "node",
                  labels: dict | None = None, taints: list | None = None) -> list[dict]:
     """Nodes of one shape (the seed's 80 cores / 256 GiB by default), unlabelled but for `labels`."""
-    from tfjobgen.inputs import quantity
     from tfjobgen.cluster import shape
+    from tfjobgen.inputs import quantity
     from tfjobgen.inputs.profile import NodeShape
 
     group = shape.NodeGroup(prefix, count, NodeShape(quantity.parse(cpu), quantity.parse(memory)), labels or {},
@@ -280,8 +281,8 @@ def place_objects(cluster: LocalCluster, objects: list[dict], seed: int | None =
     import random
 
     from tfjobgen import backends
-    from tfjobgen.concerns import promises
     from tfjobgen.cluster import place
+    from tfjobgen.concerns import promises
 
     namespaces = sorted({o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")})
     for namespace in namespaces:

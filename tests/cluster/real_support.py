@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 from cluster_support import LocalCluster, local_cluster, need_cluster_tools
-
 from conftest import JOBS, REPO, crd_dir, need, uses
-from tfjobgen import pipeline
+
 from tfjobgen.backends.base import DecodedJob
 from tfjobgen.cluster import conformance, tools
+from tfjobgen.expand import pipeline
 
 PROFILES = {name: REPO / "overlays" / name / "cluster-profile.yaml" for name in ("seed-80c", "prod-96c")}
 # spec.gang of each gang setting (a cell's profile is the base profile with it).

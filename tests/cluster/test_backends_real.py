@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import need, uses
 from real_support import GANGS, Cell, Clusters
 
-from conftest import need, uses
 from tfjobgen import backends, tf_resolver
-from tfjobgen.shared import contract
 from tfjobgen.cluster import conformance
+from tfjobgen.shared import contract
 
 SAMPLE_JOBS = ("ctr-jobset", "wide-deep", "scene2-case1")
 BACKENDS = ("native", "jobset", "tfjob")

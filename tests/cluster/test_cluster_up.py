@@ -6,9 +6,17 @@ import signal
 import subprocess
 import time
 
-from cluster_support import (SESSION_HOME, cluster_env, leftovers, local_cluster, need_cluster_tools,
-                             signals_as_a_terminal_gives_them, tfjobgen)
+from cluster_support import (
+    SESSION_HOME,
+    cluster_env,
+    leftovers,
+    local_cluster,
+    need_cluster_tools,
+    signals_as_a_terminal_gives_them,
+    tfjobgen,
+)
 from conftest import REPO, tfjobgen_command
+
 from tfjobgen.cluster import tools
 
 PROD = REPO / "overlays" / "prod-96c" / "cluster-profile.yaml"

@@ -20,7 +20,6 @@ import time
 
 import pytest
 import yaml
-
 from cluster_support import LocalCluster, local_cluster, need_cluster_tools, tfjobgen
 from conftest import REPO
 

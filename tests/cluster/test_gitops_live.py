@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from cluster_support import SESSION_HOME, leftovers, local_cluster, need_cluster_tools, tfjobgen
 from conftest import REPO, need
 

@@ -12,9 +12,9 @@ import re
 import xml.etree.ElementTree as ElementTree
 
 import pytest
-
 from cluster_support import need_cluster_tools
 from conftest import REPO
+
 from tfjobgen.cluster import guarantees
 
 DESIGN = REPO / "docs" / "design.md"

@@ -10,12 +10,12 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from cluster_support import local_cluster
 from conftest import REPO
-from tfjobgen.shared import contract
-from tfjobgen import emit, pipeline
+
 from tfjobgen.concerns import labels, lifecycle
+from tfjobgen.expand import emit, pipeline
+from tfjobgen.shared import contract
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 RETRIES = 1

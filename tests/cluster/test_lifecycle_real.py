@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO
 from real_support import Cell, Clusters
 
-from conftest import REPO
 from tfjobgen.cluster import conformance
 
 STATUSES = REPO / "tests" / "gitops" / "statuses"

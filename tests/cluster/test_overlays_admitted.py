@@ -9,9 +9,9 @@ work: every pod the backends' `decode` predicts is created, none refused (no Fai
 from __future__ import annotations
 
 import pytest
-
 from cluster_support import local_cluster
-from conftest import REPO, OVERLAYS, crd_dir, load_yaml_stream
+from conftest import OVERLAYS, REPO, crd_dir, load_yaml_stream
+
 from tfjobgen import backends
 
 # Kinds a build may hold whose CRD no controller of the local cluster installs.

@@ -25,13 +25,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from cluster_support import local_cluster, signals_as_a_terminal_gives_them, tfjobgen
 from conftest import REPO, need, tfjobgen_command
-from tfjobgen.shared import contract
-from tfjobgen import emit, owned, pipeline
-from tfjobgen.concerns import labels, promises
+
+from tfjobgen import owned
 from tfjobgen.cluster import conformance, home, pki
+from tfjobgen.concerns import labels, promises
+from tfjobgen.expand import emit, pipeline
+from tfjobgen.shared import contract
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 BACKENDS = ("native", "jobset", "tfjob")
@@ -132,7 +133,8 @@ def read(cluster, name: str) -> dict:
 
 def until(cluster, name: str, check, what: str, timeout: float = WITHIN) -> dict:
     """The job's status once `check(status)` holds, read in this process (the CLI reads it last, once)."""
-    from tfjobgen.status import model, read as reading, render
+    from tfjobgen.status import model, render
+    from tfjobgen.status import read as reading
 
     reader = reading.Reader(str(cluster.kubeconfig))
     last = {}

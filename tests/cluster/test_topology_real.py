@@ -12,12 +12,11 @@ from __future__ import annotations
 import copy
 
 import pytest
-
 from cluster_support import layout, local_cluster, node_objects, pending, place_objects, reshape
 from conftest import JOBS, render
+
 from jobs import job_yaml, write_job
-from tfjobgen.concerns import labels, promises
-from tfjobgen.concerns import capacity
+from tfjobgen.concerns import capacity, labels, promises
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +166,7 @@ def test_spread_repels_ps_from_ps_not_from_other_roles(cluster, tmp_path):
 
 @pytest.mark.parametrize("scene, case, servers", [(1, 2, 5), (2, 2, 10)])
 def test_the_nodes_plan_counts_are_the_nodes_the_scheduler_needs(cluster, scene, case, servers):
-    from tfjobgen import pipeline
+    from tfjobgen.expand import pipeline
 
     path = JOBS / f"scene{scene}-case{case}.yaml"
     intents, _ = pipeline.load_intents([str(path)])

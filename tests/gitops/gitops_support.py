@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from conftest import REPO, crd_dir, need, uses  # noqa: F401 - crd_dir: the tests here import it from this module
+
 PLUGIN_YAML = REPO / "argocd" / "plugin" / "plugin.yaml"
 # Small jobs that still cover the overlays' patches (prod-96c patches wide-deep) and pools (deeprec-ctr).
 SMALL_JOBS = ("deeprec-starserver.yaml", "scene2-case1.yaml", "wide-deep.yaml")

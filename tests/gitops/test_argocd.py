@@ -14,9 +14,9 @@ import subprocess
 
 import pytest
 import yaml
-
 from conftest import OVERLAYS, REPO, kubectl
 from gitops_support import committed_rendered, crd_dir, load_objects
+
 from tfjobgen.gitops import crds, object_meta, policy
 
 ARGOCD = REPO / "argocd"

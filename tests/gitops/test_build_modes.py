@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import OVERLAYS, REPO, kustomize_build, uses
 from gitops_support import copy_repo
-from tfjobgen import emit
+
+from tfjobgen.expand import emit
 from tfjobgen.gitops import build, layout
 
 sys.path.insert(0, str(REPO / "benchmarks"))

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO, need, uses
 from gitops_support import PYTHON_BIN, commit_all, copy_repo
+
 from tfjobgen.gitops import tree
 
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.y*ml"))

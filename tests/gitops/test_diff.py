@@ -11,9 +11,9 @@ import re
 
 import pytest
 import yaml
-
 from conftest import need, uses
 from gitops_support import commit_all, copy_repo, crd_dir, git, tfjobgen, write_job_list
+
 from tfjobgen.cluster import control, tools
 from tfjobgen.gitops import diff, markdown
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import copy
 
 import yaml
+from conftest import JOBS, REPO
 from test_health_lua import JOBSET, TFJOB, health
 
-from conftest import JOBS, REPO
 from jobs import example
-from tfjobgen import pipeline
+from tfjobgen.expand import pipeline
 
 STATUSES = REPO / "tests" / "gitops" / "statuses"
 

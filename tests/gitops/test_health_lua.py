@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
 from conftest import REPO, need
 
 try:

@@ -15,10 +15,17 @@ import sys
 
 import pytest
 import yaml
-
 from conftest import OVERLAYS, REPO, need
-from gitops_support import (committed_rendered_documents, copy_repo, documents, kustomize_shim, load_objects,
-                            run_cmp_generate, strip_exec_bits, write_job_list)
+from gitops_support import (
+    committed_rendered_documents,
+    copy_repo,
+    documents,
+    kustomize_shim,
+    load_objects,
+    run_cmp_generate,
+    strip_exec_bits,
+    write_job_list,
+)
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO, kubectl
 from gitops_support import PYTHON_BIN, copy_repo, load_objects, tfjobgen, write_job_list
+
 from tfjobgen.gitops import checks, rollout
 
 

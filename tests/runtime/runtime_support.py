@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conftest import REPO, need, tfjobgen_command, uses
+
 from tfjobgen.local import processes, wire
 
 JOBS = Path(__file__).resolve().parent / "jobs"
@@ -75,7 +76,8 @@ def run_local(job: Path | str, tmp_path: Path, *args: str, deadline: float = RUN
 
 def task_env(job_path: Path, role: str, index: int) -> dict[str, str]:
     """The env a cluster would give that task of the job (rendered, then resolved like the kubelet)."""
-    from tfjobgen import backends, pipeline
+    from tfjobgen import backends
+    from tfjobgen.expand import pipeline
 
     intents, problems = pipeline.load_intents([str(job_path)])
     expansion = pipeline.expand(intents, pipeline.load_profile(None))

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from conftest import uses
+
 from tfjobgen.owned import free_ports
 from tfjobgen.runtime import control
 

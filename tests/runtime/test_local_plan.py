@@ -11,7 +11,8 @@ from conftest import JOBS, run_tfjobgen
 from runtime_support import JOBS as TEST_JOBS
 from runtime_support import run_local
 
-from tfjobgen import backends, pipeline
+from tfjobgen import backends
+from tfjobgen.expand import pipeline
 from tfjobgen.local import run, shape, tasks
 from tfjobgen.local.machine import Machine
 from tfjobgen.local.shape import LocalError

@@ -6,9 +6,8 @@ import json
 import subprocess
 import sys
 
-from runtime_support import need_tensorflow
-
 from conftest import run_tfjobgen
+from runtime_support import need_tensorflow
 
 WRITE_TF1_CHECKPOINT = """
 import sys

@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from runtime_support import need_tensorflow, run_local
-
 from conftest import run_tfjobgen
+from runtime_support import need_tensorflow, run_local
 
 SHAPES = {
     "tf2": "  roles:\n    ps: {replicas: 3, cpu: 1, memory: 2Gi}\n    worker: {replicas: 1, cpu: 1, memory: 2Gi}\n"

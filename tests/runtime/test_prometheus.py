@@ -25,13 +25,13 @@ import urllib.request
 
 import pytest
 import yaml
+from conftest import REPO, need, render, tfjobgen_command, uses
 from runtime_support import JOBS, need_tensorflow, task_env
 
-from conftest import REPO, need, render, tfjobgen_command, uses
-from tfjobgen.shared import contract
 from tfjobgen.local import processes, scrape
 from tfjobgen.owned import free_ports
 from tfjobgen.runtime import metrics
+from tfjobgen.shared import contract
 
 NAMESPACE = "ml-test"  # tf2-small.yaml's; Prometheus Operator adds the pod's namespace as `namespace`
 GPU_CASE = REPO / "tests" / "golden" / "gpu-monitoring"

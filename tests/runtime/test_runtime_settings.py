@@ -11,10 +11,10 @@ import pytest
 from conftest import JOBS
 from runtime_support import task_env
 
-from tfjobgen import pipeline
+from tfjobgen.expand import pipeline
 from tfjobgen.runtime import events, settings
-from tfjobgen.shared.variable_placement import sharding
 from tfjobgen.runtime.errors import SetupError
+from tfjobgen.shared.variable_placement import sharding
 
 RUNTIME_JOBS = ["wide-deep.yaml"]
 

@@ -16,9 +16,8 @@ import json
 import shutil
 
 import pytest
-from runtime_support import need_tensorflow, passed, run_local
-
 from conftest import need, run_tfjobgen
+from runtime_support import need_tensorflow, passed, run_local
 
 JOB = ("apiVersion: tfjobgen.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: traffic-check, namespace: ml-test}\n"
        "spec:\n  image: registry.example.com/ml/tfjobgen-runtime:0.1.0\n  roles:\n"

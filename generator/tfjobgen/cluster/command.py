@@ -140,7 +140,8 @@ def _list(args) -> int:
 def _place(args) -> int:
     import json
 
-    from .. import emit, pipeline, table
+    from .. import table
+    from ..expand import emit, pipeline
     from ..inputs.problems import InvalidInput
     from . import control, place, processes, tools
 

@@ -25,10 +25,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import backends, emit, pipeline
+from .. import backends
 from ..backends.base import DecodedJob
 from ..concerns import pods
 from ..concerns.gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
+from ..expand import emit, pipeline
 from ..inputs import source
 from ..inputs.intents import Intent
 from ..inputs.problems import has_errors

@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable
 
-from .. import pipeline
+from ..expand import pipeline
 from ..inputs.problems import InvalidInput
 from . import api, argocd, components, controllers, home, pki, processes, shape, tools
 from .components import ClusterFiles

@@ -26,7 +26,7 @@ from typing import Callable
 
 import yaml
 
-from .. import emit, pipeline
+from ..expand import emit, pipeline
 from . import place, tools
 
 REPO = tools.REPO

@@ -35,8 +35,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import emit, pipeline
 from ..concerns import labels
+from ..expand import emit, pipeline
 from ..inputs import source
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
 from . import layout
@@ -269,7 +269,7 @@ def _expanded(root: Path, kustomization: layout.Layout, intents_build: Build, se
     tfjobgen's KRM function does in-process what the plugin would do with that input; kustomize's
     only work after the plugin is to sort, which emit.kustomize_order does the same way.
     """
-    from .. import krm
+    from ..expand import krm
     from ..inputs import intents
 
     build = Build(intents_build.overlay, shards=1, problems=list(intents_build.problems))

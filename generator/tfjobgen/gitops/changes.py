@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from .. import describe
+from ..expand import summary
 from . import object_meta, rollout
 
 IGNORED_PATHS = {f"metadata.annotations.{rollout.REVISION}"}  # derived from the rest; shown as "restarts"
@@ -16,8 +16,8 @@ MAX_PATHS = 6
 class JobChange:
     change: str  # added, removed, changed
     key: str  # namespace/name
-    old: describe.JobSummary | None
-    new: describe.JobSummary | None
+    old: summary.JobSummary | None
+    new: summary.JobSummary | None
     details: list[str] = field(default_factory=list)  # "Job x: spec.completions, ..."
     runs: Counter = field(default_factory=Counter)  # run objects (Jobs) recreated, created, deleted
 
@@ -81,8 +81,8 @@ def _details(old: dict[tuple[str, str], dict], new: dict[tuple[str, str], dict])
 
 def compare(old_objects: list[dict], new_objects: list[dict]) -> list[JobChange]:
     old_jobs, new_jobs = _by_job(old_objects), _by_job(new_objects)
-    old_summary = {s.key: s for s in describe.jobs(old_objects)}
-    new_summary = {s.key: s for s in describe.jobs(new_objects)}
+    old_summary = {s.key: s for s in summary.jobs(old_objects)}
+    new_summary = {s.key: s for s in summary.jobs(new_objects)}
     changes = []
     for key in sorted(set(old_jobs) | set(new_jobs)):
         if key not in old_jobs:

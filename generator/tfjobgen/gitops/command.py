@@ -59,7 +59,7 @@ def _hydrate(args) -> int:
 def _build(args) -> int:
     from pathlib import Path
 
-    from .. import emit
+    from ..expand import emit
     from . import build, hydrate, tree
 
     folder = Path(args.overlay).resolve()

@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import describe
+from ..expand import summary
 from ..inputs import intents, source
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
 from . import build, markdown, object_meta, policy, tree
@@ -95,7 +95,7 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bo
         elif overlay not in base.objects:
             note = "the base revision does not build this overlay, so rows marked added may already run"
         changes = compare(old, new)
-        unchanged = len(describe.jobs(new)) - sum(c.change != "removed" for c in changes) + head.unbuilt
+        unchanged = len(summary.jobs(new)) - sum(c.change != "removed" for c in changes) + head.unbuilt
         keys = [c.key for c in changes if c.change != "removed"]
         clusters.append(Cluster(overlay, changes, unchanged, note,
                                 plans_of(root, overlay, head.jobs, keys, head.intents.get(overlay)),
@@ -139,8 +139,8 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
     from the job file, with a note, when the build does not show its intents (an opaque overlay).
     Jobs with errors get none (their problems are in the report already).
     """
-    from .. import pipeline
     from ..concerns import workload
+    from ..expand import pipeline
     from ..planner import report
 
     try:

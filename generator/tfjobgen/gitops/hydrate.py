@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from .. import emit
+from ..expand import emit
 from ..inputs import intents
 from ..inputs.problems import Problem, distinct
 from . import build, checks, deliver, object_meta, tree

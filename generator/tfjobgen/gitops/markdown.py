@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import describe
+from ..expand import summary
 from ..shared import contract
 from .changes import JobChange
 
@@ -27,8 +27,8 @@ def _row(change: JobChange) -> list[str]:
     now = new or old
     cells = []
     for role in contract.TABLE_ROLES:
-        before = describe.role_text(old.roles.get(role)) if old else "-"
-        after = describe.role_text(new.roles.get(role)) if new else "-"
+        before = summary.role_text(old.roles.get(role)) if old else "-"
+        after = summary.role_text(new.roles.get(role)) if new else "-"
         cells.append(_change(before, after) if old and new else (after if new else before))
     for attribute in ("topology", "qos"):
         before, after = (getattr(old, attribute) if old else ""), (getattr(new, attribute) if new else "")

@@ -112,7 +112,7 @@ def intent_problems(root: Path, files: frozenset[str] | None = None) -> list[Pro
 
     With `files`, only the jobs in those files are checked (the others have not changed).
     """
-    from .. import pipeline
+    from ..expand import pipeline
 
     folder = root / tree.JOBS
     if not folder.is_dir():

@@ -62,7 +62,7 @@ def overlay_names(root: Path) -> list[str]:
 
 def job_files(root: Path) -> tuple[list[JobFile], list[Problem]]:
     """Every TrainingJob under jobs/ (sorted by file), and problems of files that cannot be read."""
-    from .. import pipeline
+    from ..expand import pipeline
 
     if not (root / JOBS).is_dir():
         return [], []

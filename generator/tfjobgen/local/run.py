@@ -15,7 +15,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .. import backends, owned, pipeline
+from .. import backends, owned
+from ..expand import pipeline
 from ..shared import contract
 from . import machine, scrape, shape, summary, tasks
 from .progress import Progress

@@ -34,8 +34,8 @@ def run(args) -> int:
     import json
     import os
 
-    from .. import pipeline
     from ..concerns.workload import PlanError, from_checkpoint, of_job
+    from ..expand import pipeline
     from ..inputs.problems import has_errors
     from . import report
 

@@ -94,7 +94,7 @@ def make(job: TrainingJob, profile: ClusterProfile, workload: Workload | None, d
 def _accepted(advice: list[advice_lib.Advice], document: dict, profile: ClusterProfile) -> tuple[list, list[str]]:
     """The advice whose changes pass `tfjobgen validate` when written into the intent, and a note for each
     of the others with the first reason it would be refused."""
-    from .. import pipeline  # validation is the judge of advice; imported when a plan has the intent
+    from ..expand import pipeline  # validation is the judge of advice; imported when a plan has the intent
 
     kept, notes = [], []
     for item in advice:

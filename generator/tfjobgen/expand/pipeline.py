@@ -15,15 +15,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backends
-from .addons import monitoring, tensorboard
-from .concerns import container, environment, gang, jobplan, labels, lifecycle, limits, names, qos, topology
-from .inputs import intents, schema, source, trainingjob
-from .inputs import profile as profile_rules
-from .inputs.intents import Intent
-from .inputs.problems import InvalidInput, Problem, ResourceRef, has_errors
-from .inputs.profile import KIND as PROFILE_KIND
-from .inputs.profile import ClusterProfile, ProfileSource, cluster_profile, default_profile
+from .. import backends
+from ..addons import monitoring, tensorboard
+from ..concerns import container, environment, gang, jobplan, labels, lifecycle, limits, names, qos, topology
+from ..inputs import intents, schema, source, trainingjob
+from ..inputs import profile as profile_rules
+from ..inputs.intents import Intent
+from ..inputs.problems import InvalidInput, Problem, ResourceRef, has_errors
+from ..inputs.profile import KIND as PROFILE_KIND
+from ..inputs.profile import ClusterProfile, ProfileSource, cluster_profile, default_profile
 
 # ---- load -------------------------------------------------------------------
 
@@ -152,7 +152,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[trainingjob.Train
     for check in (labels.check, container.check):
         problems += check(job)
     if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
-        from .concerns import workload
+        from ..concerns import workload
 
         problems += workload.check(job)
     for check in (qos.check, topology.check, environment.check, lifecycle.check, tensorboard.check, backend.check):
@@ -161,7 +161,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[trainingjob.Train
     if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right
         problems += limits.check(job, profile, backend.naming)
         if profile.node_count is not None or any(p.node_count is not None for p in profile.node_pools.values()):
-            from .concerns import capacity  # only where the profile counts nodes, so that Pending is known
+            from ..concerns import capacity  # only where the profile counts nodes, so that Pending is known
 
             problems += capacity.check(job, profile)
     problems = [intent.locate(p) for p in problems]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from . import backends, table
-from .concerns import labels
-from .shared import contract
+from .. import backends, table
+from ..concerns import labels
+from ..shared import contract
 
 
 @dataclass

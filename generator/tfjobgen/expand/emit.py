@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from .inputs import yamlstyle
+from ..inputs import yamlstyle
 
 # kustomize's legacy sort (api/builtins/SortOrderTransformer, default options).
 _ORDER_FIRST = [

@@ -26,11 +26,11 @@ import os
 import re
 import sys
 
+from ..inputs import intents, source
+from ..inputs.intents import Intent
+from ..inputs.problems import ERROR, InvalidInput, Problem, has_errors
+from ..inputs.profile import ClusterProfile
 from . import emit, pipeline
-from .inputs import intents, source
-from .inputs.intents import Intent
-from .inputs.problems import ERROR, InvalidInput, Problem, has_errors
-from .inputs.profile import ClusterProfile
 
 _DOC_SPLIT = re.compile(r"^---[ \t]*$\n?", re.MULTILINE)
 _PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")

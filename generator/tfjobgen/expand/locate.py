@@ -15,8 +15,8 @@ import os
 import re
 from typing import Any
 
-from .inputs import intents, source
-from .inputs.problems import InvalidInput, Problem
+from ..inputs import intents, source
+from ..inputs.problems import InvalidInput, Problem
 
 
 def display_path(path: str) -> str:
