@@ -28,9 +28,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
-from tfjobgen import backends, owned
+from tfjobgen import backends
 from tfjobgen.cluster import api, home, place, processes  # noqa: E402
 from tfjobgen.expand import emit, pipeline  # noqa: E402
+from tfjobgen.kit import owned
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 

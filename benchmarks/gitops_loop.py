@@ -429,7 +429,7 @@ class Progress:
 
 
 def demo(mode: str, nodes: int) -> int:
-    from tfjobgen import table
+    from tfjobgen.kit import table
 
     work = Path(tempfile.mkdtemp(prefix="tfjobgen-gitops-"))
     env = {**os.environ, "PYTHONPATH": str(REPO / "generator"), "TFJOBGEN_CLUSTER_HOME": str(work / "clusters")}

@@ -11,7 +11,7 @@ of jobs/ is rendered on each backend into a namespace of its own labelled Pod Se
 "restricted", applied server-side, and once its pods are Running compared with what the
 backend's decode predicts (tfjobgen.cluster.conformance: pods and Services by name, labels,
 every pod's environment as the kubelet expands it, TF_CONFIG byte for byte); then TensorFlow
-reads every real pod's TF_CONFIG (tfjobgen.tf_resolver). Prints a Markdown table; exits 1 when
+reads every real pod's TF_CONFIG (tests/tf_resolver.py). Prints a Markdown table; exits 1 when
 any cell differs. The cluster tier (tests/cluster/test_backends_real.py) runs a sample of it.
 
 --crds: where monitoring.coreos.com's CRDs are (prod-96c's jobs emit a PodMonitor and a
@@ -30,8 +30,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
+sys.path.insert(0, str(REPO / "tests"))  # the TF_CONFIG oracle the tests hold TensorFlow to
 
-from tfjobgen import backends, tf_resolver  # noqa: E402
+import tf_resolver  # noqa: E402
+
+from tfjobgen import backends  # noqa: E402
 from tfjobgen.cluster import api, conformance  # noqa: E402
 
 BACKENDS = ("native", "jobset", "tfjob")

@@ -14,9 +14,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
-from tfjobgen import table  # noqa: E402
 from tfjobgen.concerns import workload  # noqa: E402
 from tfjobgen.expand import pipeline
+from tfjobgen.kit import table  # noqa: E402
 from tfjobgen.planner import report
 from tfjobgen.planner.units import percent, size  # noqa: E402
 

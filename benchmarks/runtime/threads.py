@@ -27,9 +27,10 @@ import time
 
 from common import job_variant, machine, markdown, save
 
-from tfjobgen import backends, owned
+from tfjobgen import backends
 from tfjobgen.concerns.lifecycle import Lifecycle
 from tfjobgen.expand import pipeline
+from tfjobgen.kit import owned
 from tfjobgen.local import tasks
 from tfjobgen.local.supervisor import Supervisor
 from tfjobgen.shared.contract import PERMANENT_EXIT_CODES

@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 
 import pytest
+import tf_resolver
 from conftest import need, uses
 from real_support import GANGS, Cell, Clusters
 
-from tfjobgen import backends, tf_resolver
+from tfjobgen import backends
 from tfjobgen.cluster import conformance
 from tfjobgen.shared import contract
 

@@ -28,10 +28,10 @@ import yaml
 from cluster_support import local_cluster, signals_as_a_terminal_gives_them, tfjobgen
 from conftest import REPO, need, tfjobgen_command
 
-from tfjobgen import owned
 from tfjobgen.cluster import conformance, home, pki
 from tfjobgen.concerns import labels, promises
 from tfjobgen.expand import emit, pipeline
+from tfjobgen.kit import owned
 from tfjobgen.shared import contract
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"

@@ -10,7 +10,7 @@ import time
 import pytest
 from conftest import uses
 
-from tfjobgen.owned import free_ports
+from tfjobgen.kit.owned import free_ports
 from tfjobgen.runtime import control
 
 

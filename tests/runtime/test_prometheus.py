@@ -28,8 +28,8 @@ import yaml
 from conftest import REPO, need, render, tfjobgen_command, uses
 from runtime_support import JOBS, need_tensorflow, task_env
 
+from tfjobgen.kit.owned import free_ports
 from tfjobgen.local import processes, scrape
-from tfjobgen.owned import free_ports
 from tfjobgen.runtime import metrics
 from tfjobgen.shared import contract
 

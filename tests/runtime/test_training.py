@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from runtime_support import JOBS, need_tensorflow, passed, run_local
 
-from tfjobgen.owned import free_ports
+from tfjobgen.kit.owned import free_ports
 
 
 @pytest.fixture(autouse=True)

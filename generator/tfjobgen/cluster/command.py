@@ -124,7 +124,7 @@ def _down(args) -> int:
 
 
 def _list(args) -> int:
-    from .. import table
+    from ..kit import table
     from . import home, processes
 
     rows = []
@@ -140,9 +140,9 @@ def _list(args) -> int:
 def _place(args) -> int:
     import json
 
-    from .. import table
     from ..expand import emit, pipeline
     from ..inputs.problems import InvalidInput
+    from ..kit import table
     from . import control, place, processes, tools
 
     profile = pipeline.load_profile(args.profile)

@@ -168,7 +168,7 @@ def _launch(component: processes.Component, files: ClusterFiles, started: list) 
 
 
 def _ports(count: int) -> list[int]:
-    from .. import owned
+    from ..kit import owned
 
     return owned.free_ports(count)
 

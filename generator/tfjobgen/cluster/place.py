@@ -251,8 +251,8 @@ def as_json(runs: list[Run]) -> dict:
 def for_review(objects: list[dict], intents: list[dict], profile_file: str | None, orders: int = 2) -> str:
     """Markdown for a pull request: where the real scheduler puts these jobs (`objects`, rendered from
     `intents`) on a local cluster of the profile, or one line saying why it was not checked."""
-    from .. import table
     from ..expand import pipeline
+    from ..kit import table
     from . import tools
 
     lacking = tools.missing(control.CORE_PROGRAMS)

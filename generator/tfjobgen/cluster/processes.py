@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import owned
+from ..kit import owned
 
 MARKER = "TFJOBGEN_CLUSTER"
 

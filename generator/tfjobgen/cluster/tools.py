@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_all(only: list[str], list_only: bool = False) -> int:
-    from .. import table
+    from ..kit import table
 
     chosen = [f for f in families() if not only or f.name in only]
     unknown = set(only) - {f.name for f in families()}

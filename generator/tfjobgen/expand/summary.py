@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .. import backends, table
+from .. import backends
 from ..concerns import labels
+from ..kit import table
 from ..shared import contract
 
 

@@ -19,7 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from .. import owned
+from ..kit import owned
 from ..shared import contract
 from .tasks import LocalTask
 

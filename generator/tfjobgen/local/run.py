@@ -15,8 +15,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .. import backends, owned
+from .. import backends
 from ..expand import pipeline
+from ..kit import owned
 from ..shared import contract
 from . import machine, scrape, shape, summary, tasks
 from .progress import Progress

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from .. import table
-from ..ps_load import ps_balance
+from ..kit import table
+from ..kit.ps_load import ps_balance
 from .supervisor import RunResult
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import table
 from ..concerns import capacity as capacity_lib
 from ..concerns.workload import Workload
 from ..inputs.intents import Intent
 from ..inputs.profile import ClusterProfile
 from ..inputs.quantity import describe_bytes, describe_cpu
 from ..inputs.trainingjob import TrainingJob
+from ..kit import table
 from ..shared.variable_placement import round_robin
 from ..shared.variable_placement.sharding import BALANCE_GOAL
 from . import advice as advice_lib

@@ -17,8 +17,8 @@ from __future__ import annotations
 import datetime
 from collections import Counter
 
-from .. import table
-from ..ps_load import ps_balance
+from ..kit import table
+from ..kit.ps_load import ps_balance
 from ..shared import contract
 from . import model
 

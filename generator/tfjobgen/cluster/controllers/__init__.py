@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ... import owned
 from ...inputs.profile import ClusterProfile
+from ...kit import owned
 from .. import api, pki, processes, tools
 from ..components import API_BURST, API_QPS, ClusterFiles
 

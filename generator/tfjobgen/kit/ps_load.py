@@ -6,8 +6,8 @@ different places (the runtime's reports, the pods' metrics).
 
 from __future__ import annotations
 
+from ..shared.variable_placement.sharding import BALANCE_GOAL
 from . import table
-from .shared.variable_placement.sharding import BALANCE_GOAL
 
 
 def ps_balance(per_ps: list[int], partitioner: str | None) -> str:
