@@ -84,12 +84,12 @@ def page() -> str:
 
 
 def _status() -> list[str]:
-    """What `tfjobgen status --format json` prints: the states from status/model.py, the exit meanings from
+    """What `tfjobgen status --format json` prints: the states from status/derive.py, the exit meanings from
     contract.py (their one homes), the fields as status/render.py writes them."""
     from tfjobgen.shared import contract
-    from tfjobgen.status import model
+    from tfjobgen.status import derive
 
-    states = [model.FAILED, model.SUCCEEDED, model.WAITING, model.SUSPENDED, model.STARTING, model.RUNNING]
+    states = [derive.FAILED, derive.SUCCEEDED, derive.WAITING, derive.SUSPENDED, derive.STARTING, derive.RUNNING]
     exits = [f"**{code}** {meaning}" for code, meaning in sorted(contract.EXIT_MEANINGS.items())]
     exits += [f"**{contract.SIGNAL_EXIT_BASE + n}** {name}: {why}" for n, (name, why) in sorted(contract.SIGNALS.items())]
     return ["## `tfjobgen status --format json`", "",
@@ -105,7 +105,7 @@ def _status() -> list[str]:
             "| `job.metrics` | `step`, `stepsPerSecond`, `loss`, `psBytes`, `psMaxOverMean`, `partitioner`, "
             "`unreachable` (task: why): the runtime's metrics through the API server's pod proxy |",
             "| `job.phases`, `job.roles`, `job.notes` | tasks per phase and per role; what could not be read |",
-            f"| `tasks[].phase` | `Pending`, `Running`, `Succeeded`, `Failed`, `Terminating`, or `{model.NO_POD}` |",
+            f"| `tasks[].phase` | `Pending`, `Running`, `Succeeded`, `Failed`, `Terminating`, or `{derive.NO_POD}` |",
             "| `tasks[].restarts`, `tasks[].failures` | new pods it got after failures; `counted` and `notCounted` "
             "(taken away by the cluster) failures, as its controller counts them |",
             "| `tasks[].exitCode`, `tasks[].meaning` | the ended container's code and what it means: "

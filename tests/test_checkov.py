@@ -70,7 +70,7 @@ def test_every_checkov_finding_is_allowed_and_every_allowance_is_needed(tmp_path
         for obj in group:
             meta = obj["metadata"]
             by_resource[f"{obj['kind']}.{meta.get('namespace', 'default')}.{meta['name']}"] = obj
-        qos.update({summary.name: summary.qos for summary in summary.jobs(group)})
+        qos.update({job.name: job.qos for job in summary.jobs(group)})
     unexpected, used = [], set()
     for failure in _failures(tmp_path):
         obj = by_resource[failure["resource"]]

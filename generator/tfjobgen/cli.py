@@ -106,8 +106,8 @@ def cmd_summary(args) -> int:
         return EXIT_INVALID
     summaries = summary.jobs(objects)
     print(summary.table_of(summaries))
-    for summary in (s for s in summaries if s.unreadable):  # described as far as its objects go
-        print(f"{args.file}: warning: {summary.key}: {summary.unreadable}", file=sys.stderr)
+    for job in (s for s in summaries if s.unreadable):  # described as far as its objects go
+        print(f"{args.file}: warning: {job.key}: {job.unreadable}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -133,14 +133,14 @@ def read(cluster, name: str) -> dict:
 
 def until(cluster, name: str, check, what: str, timeout: float = WITHIN) -> dict:
     """The job's status once `check(status)` holds, read in this process (the CLI reads it last, once)."""
-    from tfjobgen.status import model, render
+    from tfjobgen.status import derive, render
     from tfjobgen.status import read as reading
 
     reader = reading.Reader(str(cluster.kubeconfig))
     last = {}
 
     def seen() -> bool:
-        last["status"] = render.as_json(model.job_status(reader.job(name, name, metrics=False)))
+        last["status"] = render.as_json(derive.job_status(reader.job(name, name, metrics=False)))
         return check(last["status"])
 
     try:

@@ -79,10 +79,10 @@ def _usage_problem(args) -> str:
 def _one(reader, namespace: str, args) -> int:
     import json
 
-    from . import model, render, watch
+    from . import derive, render, watch
 
-    def read() -> model.JobStatus:
-        return model.job_status(reader.job(namespace, args.name))
+    def read() -> derive.JobStatus:
+        return derive.job_status(reader.job(namespace, args.name))
 
     if args.watch:
         return watch.watch(read, args.interval)
@@ -98,9 +98,9 @@ def _list(reader, namespace: str | None, output: str) -> int:
     import datetime
     import json
 
-    from . import model, render
+    from . import derive, render
 
-    statuses = [model.job_status(snapshot) for snapshot in reader.all_jobs(namespace)]
+    statuses = [derive.job_status(snapshot) for snapshot in reader.all_jobs(namespace)]
     if output == "json":
         print(json.dumps(render.listing_json(statuses), indent=1, sort_keys=True))
     elif not statuses:

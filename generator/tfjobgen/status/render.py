@@ -20,7 +20,7 @@ from collections import Counter
 from ..kit import table
 from ..kit.ps_load import ps_balance
 from ..shared import contract
-from . import model
+from . import derive
 
 _LABEL_WIDTH = 11
 TASK_HEADERS = ["TASK", "PHASE", "POD", "NODE", "RESTARTS", "EXIT", "WHY"]
@@ -31,7 +31,7 @@ def _line(label: str, text: str) -> str:
     return f"{label:<{_LABEL_WIDTH}}{text}"
 
 
-def _roles(status: model.JobStatus) -> str:
+def _roles(status: derive.JobStatus) -> str:
     parts = []
     for role in contract.TABLE_ROLES:
         count = status.roles.get(role, 0)
@@ -42,7 +42,7 @@ def _roles(status: model.JobStatus) -> str:
     return ", ".join(parts)
 
 
-def placement_line(status: model.JobStatus) -> str:
+def placement_line(status: derive.JobStatus) -> str:
     verdict = status.placement
     if verdict is None:
         return status.placement_note or "-"
@@ -54,7 +54,7 @@ def placement_line(status: model.JobStatus) -> str:
     return f"{verdict.topology} BROKEN: {'; '.join(verdict.broken)} ({placed})"
 
 
-def metrics_lines(status: model.JobStatus) -> list[str]:
+def metrics_lines(status: derive.JobStatus) -> list[str]:
     training = status.training
     if training is None:
         return ["-"]
@@ -73,7 +73,7 @@ def metrics_lines(status: model.JobStatus) -> list[str]:
     return lines or ["-"]
 
 
-def header(status: model.JobStatus) -> list[str]:
+def header(status: derive.JobStatus) -> list[str]:
     lines = [_line("JOB", f"{status.key} ({status.backend}, {status.topology or '?'}): {_roles(status)}"),
              _line("STATE", f"{status.state}: {status.reason}")]
     lines += [_line("", condition.describe()) for condition in status.conditions]
@@ -88,12 +88,12 @@ def header(status: model.JobStatus) -> list[str]:
     return lines
 
 
-def task_rows(status: model.JobStatus) -> list[list[object]]:
+def task_rows(status: derive.JobStatus) -> list[list[object]]:
     return [[t.task, t.phase, t.pod or "-", t.node or "-", t.restarts, "-" if t.exit_code is None else t.exit_code,
              t.why or "-"] for t in status.tasks]
 
 
-def ps_block(status: model.JobStatus) -> str:
+def ps_block(status: derive.JobStatus) -> str:
     training = status.training
     if training is None or not training.ps_bytes:
         return ""
@@ -101,7 +101,7 @@ def ps_block(status: model.JobStatus) -> str:
     return ps_balance(per_ps, training.partitioner)
 
 
-def text(status: model.JobStatus, max_lines: int | None = None) -> str:
+def text(status: derive.JobStatus, max_lines: int | None = None) -> str:
     """The header, the task table and the PS's bytes; within `max_lines` (a terminal's height), the tasks
     with nothing to say (Running, never restarted) give way to one line counting them."""
     top, ps = "\n".join(header(status)), ps_block(status)
@@ -119,7 +119,7 @@ def text(status: model.JobStatus, max_lines: int | None = None) -> str:
     return "\n\n".join([top, tasks] + ([ps] if ps else []))
 
 
-def as_json(status: model.JobStatus) -> dict:
+def as_json(status: derive.JobStatus) -> dict:
     verdict = status.placement
     training = status.training
     job = {
@@ -146,14 +146,14 @@ def as_json(status: model.JobStatus) -> dict:
     return {"job": job, "tasks": tasks}
 
 
-def listing(statuses: list[model.JobStatus], now: datetime.datetime, all_namespaces: bool) -> str:
+def listing(statuses: list[derive.JobStatus], now: datetime.datetime, all_namespaces: bool) -> str:
     headers = (["NAMESPACE"] if all_namespaces else []) + LIST_HEADERS
     rows = [([s.namespace] if all_namespaces else []) + [s.name, s.backend, s.state, f"{s.running}/{len(s.tasks)}",
-                                                          model.age(s.created, now)] for s in statuses]
+                                                          derive.age(s.created, now)] for s in statuses]
     return table.render(headers, rows)
 
 
-def listing_json(statuses: list[model.JobStatus]) -> dict:
+def listing_json(statuses: list[derive.JobStatus]) -> dict:
     return {"jobs": [{"namespace": s.namespace, "name": s.name, "backend": s.backend, "state": s.state,
                       "reason": s.reason, "running": s.running, "tasks": len(s.tasks), "created": s.created}
                      for s in statuses]}

@@ -12,11 +12,11 @@ import sys
 import time
 from typing import Callable
 
-from . import model, render
+from . import derive, render
 from .read import StatusError
 
 
-def frame(status: model.JobStatus, interval: float, now: datetime.datetime, trouble: str = "",
+def frame(status: derive.JobStatus, interval: float, now: datetime.datetime, trouble: str = "",
           height: int | None = None) -> str:
     """One screen: what is watched and when, then the status (within `height` lines when given)."""
     top = f"tfjobgen status {status.key}   every {interval:g} s   {now:%H:%M:%S} UTC   Ctrl-C to stop"
@@ -26,7 +26,7 @@ def frame(status: model.JobStatus, interval: float, now: datetime.datetime, trou
     return "\n".join(lines + [render.text(status, None if height is None else height - len(lines))])
 
 
-def watch(read: Callable[[], model.JobStatus], interval: float) -> int:
+def watch(read: Callable[[], derive.JobStatus], interval: float) -> int:
     """Redraw until the job ends (0) or Ctrl-C (0: the job was read; stopping is what was asked)."""
     try:
         status = read()  # the first read's errors are the command's: no such job, not allowed
@@ -53,7 +53,7 @@ def watch(read: Callable[[], model.JobStatus], interval: float) -> int:
         return 0
 
 
-def _plain(read: Callable[[], model.JobStatus], status: model.JobStatus, interval: float) -> int:
+def _plain(read: Callable[[], derive.JobStatus], status: derive.JobStatus, interval: float) -> int:
     last = ""
     while True:
         shown = render.text(status)
