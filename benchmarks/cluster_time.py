@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
 from tfjobgen import backends
-from tfjobgen.cluster import api, home, place, processes  # noqa: E402
+from tfjobgen.cluster import api, home, processes
+from tfjobgen.cluster.measure import place  # noqa: E402
 from tfjobgen.expand import emit, pipeline  # noqa: E402
 from tfjobgen.kit import owned
 

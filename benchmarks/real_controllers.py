@@ -9,7 +9,7 @@ cluster shaped as it (`tfjobgen cluster up --nodes N`, N per profile below unles
 Job controller, the JobSet controller, the training-operator and the gang scheduler. Each job
 of jobs/ is rendered on each backend into a namespace of its own labelled Pod Security
 "restricted", applied server-side, and once its pods are Running compared with what the
-backend's decode predicts (tfjobgen.cluster.conformance: pods and Services by name, labels,
+backend's decode predicts (tfjobgen.cluster.measure.conformance: pods and Services by name, labels,
 every pod's environment as the kubelet expands it, TF_CONFIG byte for byte); then TensorFlow
 reads every real pod's TF_CONFIG (tests/tf_resolver.py). Prints a Markdown table; exits 1 when
 any cell differs. The cluster tier (tests/cluster/test_backends_real.py) runs a sample of it.
@@ -35,7 +35,8 @@ sys.path.insert(0, str(REPO / "tests"))  # the TF_CONFIG oracle the tests hold T
 import tf_resolver  # noqa: E402
 
 from tfjobgen import backends  # noqa: E402
-from tfjobgen.cluster import api, conformance  # noqa: E402
+from tfjobgen.cluster import api
+from tfjobgen.cluster.measure import conformance  # noqa: E402
 
 BACKENDS = ("native", "jobset", "tfjob")
 PROFILES = ("seed-80c", "prod-96c")

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from real_controllers import REPO, profile_file, tfjobgen
 
-from tfjobgen.cluster import api, conformance
+from tfjobgen.cluster import api
+from tfjobgen.cluster.measure import conformance
 
 BACKENDS = ("native", "jobset", "tfjob")
 

@@ -6,10 +6,10 @@
     .venv/bin/python docs/placement.py --column "shared cluster"   # one column again, the rest as recorded
     .venv/bin/python docs/placement.py --picture       # docs/placement.svg only
 
-Every run is `tfjobgen place` (generator/tfjobgen/cluster/place.py): a fresh local cluster of
+Every run is `tfjobgen place` (generator/tfjobgen/cluster/measure/place.py): a fresh local cluster of
 the job's profile, the objects created in a shuffled order, the real scheduler settled, the
 topology's layout checked on the real bindings. What each row and column measures:
-generator/tfjobgen/cluster/guarantees.py. Needs `make cluster-tools`.
+generator/tfjobgen/cluster/measure/guarantees.py. Needs `make cluster-tools`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
-from tfjobgen.cluster import guarantees, place  # noqa: E402
+from tfjobgen.cluster.measure import guarantees, place  # noqa: E402
 from tfjobgen.gitops.build import build_overlays  # noqa: E402
 from tfjobgen.gitops.tree import overlay_names  # noqa: E402
 

@@ -281,7 +281,7 @@ def place_objects(cluster: LocalCluster, objects: list[dict], seed: int | None =
     import random
 
     from tfjobgen import backends
-    from tfjobgen.cluster import place
+    from tfjobgen.cluster.measure import place
     from tfjobgen.concerns import promises
 
     namespaces = sorted({o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")})

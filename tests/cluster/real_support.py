@@ -21,7 +21,8 @@ from cluster_support import LocalCluster, local_cluster, need_cluster_tools
 from conftest import JOBS, REPO, crd_dir, need, uses
 
 from tfjobgen.backends.base import DecodedJob
-from tfjobgen.cluster import conformance, tools
+from tfjobgen.cluster import tools
+from tfjobgen.cluster.measure import conformance
 from tfjobgen.expand import pipeline
 
 PROFILES = {name: REPO / "overlays" / name / "cluster-profile.yaml" for name in ("seed-80c", "prod-96c")}

@@ -10,7 +10,7 @@ enforces Pod Security "restricted"; then:
 
 - the controller created exactly the pods and Services decode predicts, by name, with the labels
   and annotations decode predicts, and every pod's environment, expanded as the kubelet would,
-  is decode's: TF_CONFIG byte for byte (tfjobgen.cluster.conformance);
+  is decode's: TF_CONFIG byte for byte (tfjobgen.cluster.measure.conformance);
 - TensorFlow (TFConfigClusterResolver, multi_worker_util) reads each real pod's TF_CONFIG as
   the task of that pod, its own address the one that names its host.
 """
@@ -25,7 +25,7 @@ from conftest import need, uses
 from real_support import GANGS, Cell, Clusters
 
 from tfjobgen import backends
-from tfjobgen.cluster import conformance
+from tfjobgen.cluster.measure import conformance
 from tfjobgen.shared import contract
 
 SAMPLE_JOBS = ("ctr-jobset", "wide-deep", "scene2-case1")

@@ -15,7 +15,7 @@ import pytest
 from cluster_support import need_cluster_tools
 from conftest import REPO
 
-from tfjobgen.cluster import guarantees
+from tfjobgen.cluster.measure import guarantees
 
 DESIGN = REPO / "docs" / "design.md"
 RUNS = REPO / "docs" / "placement-runs.json"

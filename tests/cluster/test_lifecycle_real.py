@@ -27,7 +27,7 @@ import yaml
 from conftest import REPO
 from real_support import Cell, Clusters
 
-from tfjobgen.cluster import conformance
+from tfjobgen.cluster.measure import conformance
 
 STATUSES = REPO / "tests" / "gitops" / "statuses"
 UPDATE = os.environ.get("UPDATE_STATUSES") == "1"

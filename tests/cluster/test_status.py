@@ -28,7 +28,9 @@ import yaml
 from cluster_support import local_cluster, signals_as_a_terminal_gives_them, tfjobgen
 from conftest import REPO, need, tfjobgen_command
 
-from tfjobgen.cluster import conformance, home, pki
+from tfjobgen.cluster import home
+from tfjobgen.cluster.measure import conformance
+from tfjobgen.cluster.plane import pki
 from tfjobgen.concerns import labels, promises
 from tfjobgen.expand import emit, pipeline
 from tfjobgen.kit import owned

@@ -143,7 +143,8 @@ def _place(args) -> int:
     from ..expand import emit, pipeline
     from ..inputs.problems import InvalidInput
     from ..kit import table
-    from . import control, place, processes, tools
+    from . import control, processes, tools
+    from .measure import place
 
     profile = pipeline.load_profile(args.profile)
     intents, problems = pipeline.load_intents(args.paths)

@@ -18,8 +18,9 @@ from typing import Callable
 
 from ..expand import pipeline
 from ..inputs.problems import InvalidInput
-from . import api, argocd, components, controllers, home, pki, processes, shape, tools
-from .components import ClusterFiles
+from . import api, argocd, controllers, home, processes, shape, tools
+from .plane import components, pki
+from .plane.components import ClusterFiles
 
 CORE_PROGRAMS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
 PRIORITY_CLASSES_FILE = tools.REPO / "docs" / "priority-classes.yaml"

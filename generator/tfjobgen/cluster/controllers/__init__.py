@@ -25,8 +25,9 @@ from typing import Callable
 
 from ...inputs.profile import ClusterProfile
 from ...kit import owned
-from .. import api, pki, processes, tools
-from ..components import API_BURST, API_QPS, ClusterFiles
+from .. import api, processes, tools
+from ..plane import pki
+from ..plane.components import API_BURST, API_QPS, ClusterFiles
 
 # In the order they start: the gang schedulers' CRDs before the training-operator, which writes their
 # PodGroups for TFJobs; Kueue last, once the kinds it admits (JobSet, TFJob) exist.

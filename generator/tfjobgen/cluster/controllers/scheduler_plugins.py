@@ -13,7 +13,8 @@ from __future__ import annotations
 import ssl
 import urllib.request
 
-from .. import components, processes, tools
+from .. import processes, tools
+from ..plane import components
 from ..processes import Component
 from . import Context, load_yaml_files, wait_healthy
 

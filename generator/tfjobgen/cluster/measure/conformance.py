@@ -25,16 +25,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import backends
-from ..backends.base import DecodedJob
-from ..concerns import pods
-from ..concerns.gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
-from ..expand import emit, pipeline
-from ..inputs import source
-from ..inputs.intents import Intent
-from ..inputs.problems import has_errors
-from ..shared import contract
-from . import api
+from ... import backends
+from ...backends.base import DecodedJob
+from ...concerns import pods
+from ...concerns.gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
+from ...expand import emit, pipeline
+from ...inputs import source
+from ...inputs.intents import Intent
+from ...inputs.problems import has_errors
+from ...shared import contract
+from .. import api
 
 # What the API server appends to a generateName (k8s.io/apiserver names.SimpleNameGenerator).
 _RANDOM_SUFFIX = re.compile(r"^[bcdfghjklmnpqrstvwxz2456789]{5}$")
@@ -241,7 +241,7 @@ def restricted_namespace(objects: api.Objects, name: str) -> None:
 
 def install_addon_crds(objects: api.Objects, crd_folder: Path) -> None:
     """The CRDs of the kinds a job emits for add-ons the cluster does not run (monitoring)."""
-    from .controllers import install, load_yaml_files
+    from ..controllers import install, load_yaml_files
 
     install(objects, [crd for name in ADDON_CRDS for crd in load_yaml_files(crd_folder / name)])
 

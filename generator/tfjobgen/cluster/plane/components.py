@@ -12,8 +12,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import tools
-from .processes import Component
+from .. import tools
+from ..processes import Component
 
 SERVICE_CIDR = "10.96.0.0/16"
 # Pods of a lost node are evicted after this long (the API server's default is 300 s): a test of a
@@ -71,10 +71,10 @@ def egress_configuration(files: ClusterFiles) -> Path:
 def pod_network(files: ClusterFiles, api_port: int) -> Component:
     pki = files.pki
     return Component("pod-network", [
-        sys.executable, "-m", "tfjobgen.cluster.podnet", f"--socket={files.pod_network}",
+        sys.executable, "-m", "tfjobgen.cluster.plane.podnet", f"--socket={files.pod_network}",
         f"--server=https://127.0.0.1:{api_port}", f"--ca={pki / 'ca.crt'}", f"--cert={pki / 'admin.crt'}",
         f"--key={pki / 'admin.key'}",
-    ], env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])})  # this package, installed or not
+    ], env={"PYTHONPATH": str(Path(__file__).resolve().parents[3])})  # this package, installed or not
 
 
 def kube_apiserver(files: ClusterFiles, port: int, etcd_port: int) -> Component:

@@ -18,11 +18,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import backends
-from ..concerns import promises
-from ..inputs.intents import Intent
-from ..inputs.profile import ClusterProfile
-from . import api, control
+from ... import backends
+from ...concerns import promises
+from ...inputs.intents import Intent
+from ...inputs.profile import ClusterProfile
+from .. import api, control
 
 QUIET_SECONDS = 2.0  # nothing moved for this long: the scheduler is done with what it can place
 STUCK_SECONDS = 30.0  # a preemption that has not moved for this long is reported, not waited for
@@ -65,7 +65,7 @@ def nodes_needed(jobs, profile: ClusterProfile, spare: int) -> int | None:
     added up (each fits however the others land), plus `spare`. None when the profile counts them."""
     if profile.node_count is not None:
         return None
-    from ..concerns import capacity
+    from ...concerns import capacity
 
     needed = sum(capacity.capacity(job, profile).own.nodes.get(capacity.NO_POOL, 0) for job in jobs)
     return max(needed, 1) + spare
@@ -251,9 +251,9 @@ def as_json(runs: list[Run]) -> dict:
 def for_review(objects: list[dict], intents: list[dict], profile_file: str | None, orders: int = 2) -> str:
     """Markdown for a pull request: where the real scheduler puts these jobs (`objects`, rendered from
     `intents`) on a local cluster of the profile, or one line saying why it was not checked."""
-    from ..expand import pipeline
-    from ..kit import table
-    from . import tools
+    from ...expand import pipeline
+    from ...kit import table
+    from .. import tools
 
     lacking = tools.missing(control.CORE_PROGRAMS)
     if lacking:

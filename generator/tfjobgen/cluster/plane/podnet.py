@@ -11,7 +11,7 @@ kubelets) through this HTTP CONNECT proxy, on a Unix socket in the cluster's fol
 - no other pod (502 at once: a KWOK pod runs no process, so nothing listens);
 - any address that is no pod's as the API server would have, directly.
 
-    python -m tfjobgen.cluster.podnet --socket PATH --server URL --ca FILE --cert FILE --key FILE
+    python -m tfjobgen.cluster.plane.podnet --socket PATH --server URL --ca FILE --cert FILE --key FILE
 
 Started by `cluster up` (control.py) before the API server; stdlib only.
 """
@@ -128,7 +128,7 @@ class _Server(socketserver.ThreadingUnixStreamServer):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tfjobgen.cluster.podnet", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tfjobgen.cluster.plane.podnet", description=__doc__.split("\n\n")[0])
     for flag in ("--socket", "--server", "--ca", "--cert", "--key"):
         parser.add_argument(flag, required=True)
     args = parser.parse_args(argv)

@@ -26,8 +26,9 @@ from typing import Callable
 
 import yaml
 
-from ..expand import emit, pipeline
-from . import place, tools
+from ...expand import emit, pipeline
+from .. import tools
+from . import place
 
 REPO = tools.REPO
 JOBS = REPO / "jobs"

@@ -1,0 +1,10 @@
+"""The local cluster's control plane: etcd, kube-apiserver, the controller manager, the scheduler,
+and KWOK's nodes, each a local process on 127.0.0.1.
+
+    components  each component's command line and configuration files
+    pki         one CA, and every certificate and key the cluster uses
+    podnet      the API server's way to pods (`python -m tfjobgen.cluster.plane.podnet`)
+    kwok.yaml   KWOK's stages: how a node and a pod of no process move through their lives
+
+control.py starts them in order; this face imports nothing.
+"""
