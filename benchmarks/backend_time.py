@@ -53,7 +53,7 @@ def main() -> None:
             jobs = intents(args.jobs, backend)
             started = time.perf_counter()
             expansion = pipeline.expand(jobs, profile)
-            text = emit.to_yaml(emit.kustomize_order([o for group in expansion.objects for o in group]))
+            text = emit.to_yaml(expansion.in_order())
             times[backend].append(time.perf_counter() - started)
             assert expansion.ok, [p.format() for p in expansion.problems if p.is_error][:3]
             sizes[backend] = (sum(len(g) for g in expansion.objects), len(text.encode()))

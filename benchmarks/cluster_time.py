@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "generator"))
 from tfjobgen import backends
 from tfjobgen.cluster import api, home, processes
 from tfjobgen.cluster.measure import place  # noqa: E402
-from tfjobgen.expand import emit, pipeline  # noqa: E402
+from tfjobgen.expand import pipeline  # noqa: E402
 from tfjobgen.kit import owned
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
@@ -87,7 +87,7 @@ spec:
     intents, _ = pipeline.load_intents([str(path)])
     expansion = pipeline.expand(intents, pipeline.load_profile(str(SEED)))
     assert expansion.ok, [p.format() for p in expansion.problems]
-    return emit.kustomize_order([o for group in expansion.objects for o in group])
+    return expansion.in_order()
 
 
 def place_seconds(kubeconfig: Path, objects: list[dict], runs: int) -> list[float]:

@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "generator"))
 
 from tfjobgen.cluster.measure import guarantees, place  # noqa: E402
+from tfjobgen.expand import pipeline  # noqa: E402
 from tfjobgen.gitops.build import build_overlays  # noqa: E402
 from tfjobgen.gitops.tree import overlay_names  # noqa: E402
 
@@ -68,10 +69,8 @@ def replace_table(table: str) -> None:
 def placed(job: str, servers: int) -> list[tuple[str, list]]:
     """(server, its pods) after the job's objects are created in a shuffled order (seed 0)."""
     objects = guarantees.render(job, guarantees.SEED_PROFILE)
-    with __import__("tempfile").NamedTemporaryFile("w", suffix=".yaml") as profile:
-        profile.write(__import__("yaml").safe_dump(guarantees.SEED_PROFILE))
-        profile.flush()
-        run = place.run_order(objects, profile.name, servers, 0, False, "placement-picture", lambda line: None)
+    run = place.run_order(objects, pipeline.profile_from(guarantees.SEED_PROFILE), servers, 0, False,
+                          "placement-picture", lambda line: None)
     assert run.good, f"{job}: {place.details([run])}"
     by_node: dict[str, list] = {}
     for task in run.tasks:

@@ -247,13 +247,13 @@ def built_overlays() -> dict[str, str]:
 
 def render(*paths, profile: str | None = None) -> list[dict]:
     """Objects the job files become (in-process, the same pipeline kustomize runs)."""
-    from tfjobgen.expand import emit, pipeline
+    from tfjobgen.expand import pipeline
 
     intents, problems = pipeline.load_intents([str(p) for p in paths])
     expansion = pipeline.expand(intents, pipeline.load_profile(str(profile) if profile else None))
     errors = [p.format() for p in problems + expansion.problems if p.is_error]
     assert not errors, "\n".join(errors)
-    return emit.kustomize_order([obj for group in expansion.objects for obj in group])
+    return expansion.in_order()
 
 
 def problems_of(text: str, tmp_path, profile: str | None = None, name: str = "job.yaml"):

@@ -74,7 +74,7 @@ def cmd_render(args) -> int:
     _print_problems(problems)
     if any(p.is_error for p in problems):
         return EXIT_INVALID
-    objects = emit.kustomize_order([obj for group in expansion.objects for obj in group])
+    objects = expansion.in_order()
     sys.stdout.write(emit.to_json(objects) + "\n" if args.output == "json" else emit.to_yaml(objects))
     return EXIT_OK
 

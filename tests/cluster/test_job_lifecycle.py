@@ -41,7 +41,7 @@ def rendered(tmp_path, text: str) -> str:
     intents, problems = pipeline.load_intents([str(path)])
     expansion = pipeline.expand(intents, pipeline.load_profile(str(SEED)))
     assert expansion.ok, [p.format() for p in problems + expansion.problems]
-    return emit.to_yaml(emit.kustomize_order([o for group in expansion.objects for o in group]))
+    return emit.to_yaml(expansion.in_order())
 
 
 @pytest.fixture(scope="module")

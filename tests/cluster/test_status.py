@@ -32,7 +32,7 @@ from tfjobgen.cluster import home
 from tfjobgen.cluster.measure import conformance
 from tfjobgen.cluster.plane import pki
 from tfjobgen.concerns import labels, promises
-from tfjobgen.expand import emit, pipeline
+from tfjobgen.expand import pipeline
 from tfjobgen.kit import owned
 from tfjobgen.shared import contract
 
@@ -70,7 +70,7 @@ def render(folder: Path, text: str) -> list[dict]:
     intents, problems = pipeline.load_intents([str(path)])
     expansion = pipeline.expand(intents, pipeline.load_profile(str(SEED)))
     assert expansion.ok, [p.format() for p in problems + expansion.problems]
-    return emit.kustomize_order([o for group in expansion.objects for o in group])
+    return expansion.in_order()
 
 
 def name_of(scenario: str, backend: str) -> str:

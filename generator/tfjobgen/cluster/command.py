@@ -90,6 +90,7 @@ def _tools(args) -> int:
 
 
 def _up(args) -> int:
+    from ..expand import pipeline
     from . import argocd, control, processes, tools
 
     def say(line: str) -> None:
@@ -103,7 +104,7 @@ def _up(args) -> int:
         if args.argocd_mode and not args.argocd:
             raise argocd.ArgoCDError("--argocd-mode needs --argocd REPO")
         gitops = argocd.source(args.argocd, args.argocd_mode or "plugin") if args.argocd else None
-        state = control.up(args.profile, args.nodes, args.name, say, warn, gitops)
+        state = control.up(pipeline.load_profile(args.profile), args.nodes, args.name, say, warn, gitops)
     except (control.ClusterError, argocd.ArgoCDError, tools.ToolsMissing, processes.StartFailed, TimeoutError) as err:
         print(f"tfjobgen cluster up: {err}", file=sys.stderr)
         return EXIT_FAILED
@@ -140,7 +141,7 @@ def _list(args) -> int:
 def _place(args) -> int:
     import json
 
-    from ..expand import emit, pipeline
+    from ..expand import pipeline
     from ..inputs.problems import InvalidInput
     from ..kit import table
     from . import control, processes, tools
@@ -152,14 +153,13 @@ def _place(args) -> int:
     problems += expansion.problems
     if any(p.is_error for p in problems) or not intents:
         raise InvalidInput(problems or [_no_jobs(args.paths)])
-    objects = emit.kustomize_order([obj for group in expansion.objects for obj in group])
-    jobs = [pipeline.validate(intent, profile)[0] for intent in intents]
-    nodes = args.nodes or place.nodes_needed(jobs, profile, spare=1 if args.lose_node else 0)
+    objects = expansion.in_order()
+    nodes = args.nodes or place.nodes_needed(expansion.jobs, profile, spare=1 if args.lose_node else 0)
     runs = []
     for seed in range(args.seed, args.seed + args.orders):
         print(f"place: order {seed} ({seed - args.seed + 1} of {args.orders}) ...", file=sys.stderr, flush=True)
         try:
-            runs.append(place.run_order(objects, args.profile, nodes, seed, args.lose_node, f"place-{seed}-{_pid()}",
+            runs.append(place.run_order(objects, profile, nodes, seed, args.lose_node, f"place-{seed}-{_pid()}",
                                         lambda line: print(f"place: {line}", file=sys.stderr, flush=True)))
         except (control.ClusterError, tools.ToolsMissing, processes.StartFailed, TimeoutError) as err:
             print(f"tfjobgen place: {err}", file=sys.stderr)
@@ -171,7 +171,7 @@ def _place(args) -> int:
         print(render(place.HEADERS, place.rows(runs)))
         notes = place.details(runs)
         if notes:
-            print(("\n" if args.format == "table" else "\n") + "\n".join(
+            print("\n" + "\n".join(
                 f"- {line}" if args.format == "markdown" else line for line in notes))
     return EXIT_OK if all(run.good for run in runs) else EXIT_FAILED
 

@@ -18,6 +18,7 @@ from typing import Callable
 
 from ..expand import pipeline
 from ..inputs.problems import InvalidInput
+from ..inputs.profile import ClusterProfile
 from . import api, argocd, controllers, home, processes, shape, tools
 from .plane import components, pki
 from .plane.components import ClusterFiles
@@ -31,12 +32,12 @@ class ClusterError(Exception):
     """One line for the user: a name taken, a component that would not start."""
 
 
-def up(profile_path: str | None, nodes: int | None, name: str, say: Callable[[str], None],
+def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str], None],
        warn: Callable[[str], None], gitops: "argocd.Source | None" = None) -> home.ClusterState:
-    """Start a cluster shaped as the profile (and Argo CD reading `gitops`); its state once every node is Ready."""
+    """Start a cluster shaped as the profile, loaded by the caller (and Argo CD reading `gitops`); its state
+    once every node is Ready."""
     if not home.NAME_PATTERN.match(name):
         raise ClusterError(f"cluster name {name!r}: use lowercase letters, digits and '-' (at most 40)")
-    profile = pipeline.load_profile(profile_path)
     errors = [p for p in pipeline.check_profile(profile) if p.is_error]
     if errors:
         raise InvalidInput(errors)
@@ -51,7 +52,7 @@ def up(profile_path: str | None, nodes: int | None, name: str, say: Callable[[st
     files = ClusterFiles(home.folder(name))
     started: list[processes.Started] = []
     try:
-        state = _start(profile_path, profile, groups, name, files, started, say, warn, gitops)
+        state = _start(profile, groups, name, files, started, say, warn, gitops)
     except BaseException:
         processes.stop_all(files.home, started)
         home.remove(name)
@@ -71,7 +72,7 @@ def _claim(name: str) -> None:
     folder.mkdir()
 
 
-def _start(profile_path, profile, groups, name, files: ClusterFiles, started, say, warn, gitops) -> home.ClusterState:
+def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitops) -> home.ClusterState:
     begun = time.monotonic()
 
     def step(what: str) -> None:
@@ -132,7 +133,7 @@ def _start(profile_path, profile, groups, name, files: ClusterFiles, started, sa
             outcome.ports.update({f"argocd {k}": v for k, v in context.ports_taken.items()})
 
     state = home.ClusterState(
-        name=name, profile=str(Path(profile_path).resolve()) if profile_path else "", profile_name=profile.name,
+        name=name, profile=str(Path(profile.origin.file).resolve()) if profile.origin.file else "", profile_name=profile.name,
         api_port=api_port, nodes=len(node_objects), components=[s.component.name for s in started if s.exited() is None],
         missing=sorted(outcome.missing),
         ports={**dict(zip(["etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler"],

@@ -24,6 +24,7 @@ from ..inputs.intents import Intent
 from ..inputs.problems import InvalidInput, Problem, ResourceRef, has_errors
 from ..inputs.profile import KIND as PROFILE_KIND
 from ..inputs.profile import ClusterProfile, ProfileSource, cluster_profile, default_profile
+from . import emit
 
 # ---- load -------------------------------------------------------------------
 
@@ -184,14 +185,20 @@ def no_jobs(objects: int) -> Problem:
 
 @dataclass
 class Expansion:
-    """What a set of intents became: objects per intent (empty lists when anything failed)."""
+    """What a set of intents became: per intent, its typed job and its objects (None and [] when anything
+    failed), and every problem. The commands built on the pipeline take all three from here."""
 
     objects: list[list[dict]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    jobs: list[trainingjob.TrainingJob | None] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not has_errors(self.problems)
+
+    def in_order(self) -> list[dict]:
+        """Every object of every job, in the order `kustomize build` prints them (emit.kustomize_order)."""
+        return emit.kustomize_order([obj for objects in self.objects for obj in objects])
 
 
 def expand(intents: list[Intent], profile: ClusterProfile, others: list[dict] = ()) -> Expansion:
@@ -204,8 +211,8 @@ def expand(intents: list[Intent], profile: ClusterProfile, others: list[dict] = 
         objects = [render(job, profile) for job in jobs]
         problems += collisions(objects, intents, list(others))
     if has_errors(problems):
-        return Expansion([[] for _ in intents], _sorted(problems))
-    return Expansion(objects, _sorted(problems))
+        return Expansion([[] for _ in intents], _sorted(problems), [None for _ in intents])
+    return Expansion(objects, _sorted(problems), jobs)
 
 
 # The add-ons: objects a job gets whichever backend runs its pods, each `objects(plan)` returning none

@@ -259,7 +259,7 @@ def _direct(root: Path, kustomization: layout.Layout, selection: Selection) -> B
     expansion = pipeline.expand(found, profile)
     build.problems = expansion.problems
     if expansion.ok:
-        build.objects = emit.kustomize_order([obj for objects in expansion.objects for obj in objects])
+        build.objects = expansion.in_order()
     return build
 
 

@@ -1,4 +1,5 @@
-"""What changed between two builds of one cluster, job by job: added, removed, or which objects and fields."""
+"""What changed between two builds of one cluster, job by job: added, removed, or which objects and fields;
+and the diff report that gathers every cluster's changes (Report: diff.py makes it, markdown.py writes it)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..expand import summary
+from ..inputs.problems import Problem
 from . import object_meta, rollout
 
 IGNORED_PATHS = {f"metadata.annotations.{rollout.REVISION}"}  # derived from the rest; shown as "restarts"
@@ -93,3 +95,33 @@ def compare(old_objects: list[dict], new_objects: list[dict]) -> list[JobChange]
             details, runs = _details(old_jobs[key], new_jobs[key])
             changes.append(JobChange("changed", key, old_summary.get(key), new_summary.get(key), details, runs))
     return changes
+
+
+@dataclass
+class Cluster:
+    """One cluster (overlay) of the report: its changed jobs, and their plans and placement."""
+
+    overlay: str
+    changes: list[JobChange]
+    unchanged: int
+    note: str = ""
+    plans: list[str] = field(default_factory=list)  # `tfjobgen plan` of each added or changed job, Markdown
+    placement: str = ""  # `tfjobgen place` of the added and changed jobs on a local cluster, Markdown
+
+
+@dataclass
+class Report:
+    """`tfjobgen diff`'s report: base and head, every cluster's changes, and the problems found."""
+
+    base: str
+    head: str
+    clusters: list[Cluster]
+    problems: list[Problem]
+
+    @property
+    def errors(self) -> int:
+        return sum(p.is_error for p in self.problems)
+
+    @property
+    def warnings(self) -> int:
+        return len(self.problems) - self.errors

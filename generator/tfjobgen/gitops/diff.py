@@ -23,41 +23,14 @@ import json
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..expand import summary
 from ..inputs import intents, source
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
 from . import build, markdown, object_meta, policy, tree
-from .changes import JobChange, compare
+from .changes import Cluster, JobChange, Report, compare
 from .sides import Side, affected_files, intent_problems, load_side, namespace_moves
-
-
-@dataclass
-class Cluster:
-    overlay: str
-    changes: list[JobChange]
-    unchanged: int
-    note: str = ""
-    plans: list[str] = field(default_factory=list)  # `tfjobgen plan` of each added or changed job, Markdown
-    placement: str = ""  # `tfjobgen place` of the added and changed jobs on a local cluster, Markdown
-
-
-@dataclass
-class Report:
-    base: str
-    head: str
-    clusters: list[Cluster]
-    problems: list[Problem]
-
-    @property
-    def errors(self) -> int:
-        return sum(p.is_error for p in self.problems)
-
-    @property
-    def warnings(self) -> int:
-        return len(self.problems) - self.errors
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..expand import summary
 from ..shared import contract
-from .changes import JobChange
-
-if TYPE_CHECKING:
-    from .diff import Report
+from .changes import JobChange, Report
 
 MARKER = "<!-- tfjobgen-diff -->"
 

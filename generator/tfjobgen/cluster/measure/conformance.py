@@ -29,7 +29,7 @@ from ... import backends
 from ...backends.base import DecodedJob
 from ...concerns import pods
 from ...concerns.gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
-from ...expand import emit, pipeline
+from ...expand import pipeline
 from ...inputs import source
 from ...inputs.intents import Intent
 from ...inputs.problems import has_errors
@@ -85,7 +85,7 @@ def render(job_file: Path, profile_file: Path | None, backend: str, namespace: s
                                 pipeline.load_profile(str(profile_file) if profile_file else None))
     if has_errors(expansion.problems):
         raise Refused(next(p.message for p in expansion.problems if p.is_error))
-    return emit.kustomize_order([obj for group in expansion.objects for obj in group])
+    return expansion.in_order()
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import Callable
 
 import yaml
 
-from ...expand import emit, pipeline
+from ...expand import pipeline
 from .. import tools
 from . import place
 
@@ -136,14 +136,12 @@ def render(job: str, profile: dict, spread_required: bool = False) -> list[dict]
     expansion = pipeline.expand(intents, pipeline.profile_from(profile))
     errors = [p.format() for p in problems + expansion.problems if p.is_error]
     assert not errors, "\n".join(errors)
-    return emit.kustomize_order([obj for group in expansion.objects for obj in group])
+    return expansion.in_order()
 
 
 def _run(objects: list[dict], profile: dict, nodes: int | None, seed: int, lose: bool, say) -> place.Run:
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="profile-") as handle:
-        handle.write(yaml.safe_dump(profile))
-        handle.flush()
-        return place.run_order(objects, handle.name, nodes, seed, lose, f"guarantee-{os.getpid()}-{seed}", say)
+    return place.run_order(objects, pipeline.profile_from(profile), nodes, seed, lose,
+                           f"guarantee-{os.getpid()}-{seed}", say)
 
 
 def single_job(row: str, job: str, spare: int) -> tuple[list[dict], dict, int | None]:

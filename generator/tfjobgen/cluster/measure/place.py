@@ -71,10 +71,10 @@ def nodes_needed(jobs, profile: ClusterProfile, spare: int) -> int | None:
     return max(needed, 1) + spare
 
 
-def run_order(objects: list[dict], profile_path: str | None, nodes: int | None, seed: int, lose_node: bool,
+def run_order(objects: list[dict], profile: ClusterProfile, nodes: int | None, seed: int, lose_node: bool,
               name: str, say: Callable[[str], None]) -> Run:
     """One creation order on a cluster of its own, started and stopped here."""
-    state = control.up(profile_path, nodes, name, lambda line: None, say)
+    state = control.up(profile, nodes, name, lambda line: None, say)
     try:
         client = api.Objects(api.connect(str(state.kubeconfig)))
         return _place(client, objects, seed, lose_node, state.nodes, say)
@@ -250,7 +250,8 @@ def as_json(runs: list[Run]) -> dict:
 
 def for_review(objects: list[dict], intents: list[dict], profile_file: str | None, orders: int = 2) -> str:
     """Markdown for a pull request: where the real scheduler puts these jobs (`objects`, rendered from
-    `intents`) on a local cluster of the profile, or one line saying why it was not checked."""
+    `intents` by kustomize in another process) on a local cluster of the profile, or one line saying why
+    it was not checked."""
     from ...expand import pipeline
     from ...kit import table
     from .. import tools
@@ -260,12 +261,12 @@ def for_review(objects: list[dict], intents: list[dict], profile_file: str | Non
         return ("_Placement not checked on a local cluster: its programs are not built here "
                 f"({', '.join(lacking)}; `make cluster-tools` builds them)._")
     profile = pipeline.load_profile(profile_file)
-    jobs = [job for job in (pipeline.validate(Intent(data), profile)[0] for data in intents) if job]
+    jobs = [job for job in pipeline.expand([Intent(data) for data in intents], profile).jobs if job]
     nodes = nodes_needed(jobs, profile, spare=0)
     runs = []
     for seed in range(orders):
         try:
-            runs.append(run_order(objects, profile_file, nodes, seed, False, f"review-{os.getpid()}-{seed}",
+            runs.append(run_order(objects, profile, nodes, seed, False, f"review-{os.getpid()}-{seed}",
                                   lambda line: None))
         except Exception as err:  # noqa: BLE001 - a note in the review, never a failed diff
             return f"_Placement not checked on a local cluster: {err}_"
