@@ -91,4 +91,4 @@ clean:
 # and ends with a table: commit, what Argo CD did, how long it took.
 .PHONY: demo-gitops
 demo-gitops: venv cluster-tools
-	@$(BIN)/python benchmarks/gitops_loop.py
+	@$(BIN)/python demos/gitops_loop.py

@@ -18,13 +18,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "generator"))
 
 from build_time import synthetic_job  # noqa: E402
 
 from tfjobgen.expand import emit, pipeline
-from tfjobgen.inputs import source  # noqa: E402
-from tfjobgen.inputs.intents import Intent  # noqa: E402
+from tfjobgen.inputs import source
+from tfjobgen.inputs.intents import Intent
 
 BACKENDS = ("native", "jobset", "tfjob")
 

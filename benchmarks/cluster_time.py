@@ -26,12 +26,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "generator"))
 
 from tfjobgen import backends
 from tfjobgen.cluster import api, home, processes
-from tfjobgen.cluster.measure import place  # noqa: E402
-from tfjobgen.expand import pipeline  # noqa: E402
+from tfjobgen.cluster.measure import place
+from tfjobgen.expand import pipeline
 from tfjobgen.kit import owned
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"

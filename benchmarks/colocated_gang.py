@@ -35,8 +35,6 @@ import time
 from pathlib import Path
 
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gang_time import REPO, Cluster, expected_pods, profile_file, render, until_running  # noqa: E402
 
 OTHERS = ["wide-deep", "ctr-jobset"]

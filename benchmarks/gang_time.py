@@ -24,9 +24,8 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "generator"))
 
-from tfjobgen.cluster import api  # noqa: E402
+from tfjobgen.cluster import api
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 JOBS = ["ctr-jobset", "deeprec-starserver", "scene2-case1", "scene2-case2", "scene2-case3", "wide-deep"]

@@ -13,15 +13,13 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "generator"))
 
-from tfjobgen.concerns import workload  # noqa: E402
-from tfjobgen.expand import pipeline  # noqa: E402
+from tfjobgen.concerns import workload
+from tfjobgen.expand import pipeline
 from tfjobgen.planner import report
 
 PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"

@@ -29,14 +29,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "generator"))
 sys.path.insert(0, str(REPO / "tests"))  # the TF_CONFIG oracle the tests hold TensorFlow to
 
 import tf_resolver  # noqa: E402
 
-from tfjobgen import backends  # noqa: E402
+from tfjobgen import backends
 from tfjobgen.cluster import api
-from tfjobgen.cluster.measure import conformance  # noqa: E402
+from tfjobgen.cluster.measure import conformance
 
 BACKENDS = ("native", "jobset", "tfjob")
 PROFILES = ("seed-80c", "prod-96c")

@@ -13,24 +13,24 @@ def _regenerated(script: str, output: str, tmp_path, *args: str) -> tuple[str, s
     """The committed page and the one `script` writes now, written into a copy (the working tree stays as it is)."""
     for name in ("generator", "schemas", "jobs", "tests", "overlays"):
         (tmp_path / name).symlink_to(REPO / name)
-    (tmp_path / "docs").mkdir()
+    (tmp_path / script).parent.mkdir(parents=True)
     shutil.copy(REPO / script, tmp_path / script)
     subprocess.run([sys.executable, str(tmp_path / script), *args], check=True, capture_output=True)
     return (REPO / output).read_text(), (tmp_path / output).read_text()
 
 
 def test_field_reference_matches_the_schemas(tmp_path):
-    committed, fresh = _regenerated("docs/reference.py", "docs/reference.md", tmp_path)
-    assert committed == fresh, "docs/reference.md is stale: run .venv/bin/python docs/reference.py"
+    committed, fresh = _regenerated("docs/generate/reference.py", "docs/reference.md", tmp_path)
+    assert committed == fresh, "docs/reference.md is stale: run .venv/bin/python docs/generate/reference.py"
 
 
 def test_the_refusal_catalogue_page_counts_every_case(tmp_path):
-    committed, fresh = _regenerated("docs/refusals.py", "docs/refusals.md", tmp_path)
-    assert committed == fresh, "docs/refusals.md is stale: run .venv/bin/python docs/refusals.py"
+    committed, fresh = _regenerated("docs/generate/refusals.py", "docs/refusals.md", tmp_path)
+    assert committed == fresh, "docs/refusals.md is stale: run .venv/bin/python docs/generate/refusals.py"
 
 
 def test_the_seed_scenes_table_in_plan_md_is_what_tfjobgen_plan_says():
-    printed = subprocess.run([sys.executable, str(REPO / "docs/plan_scenes.py")], check=True, capture_output=True,
+    printed = subprocess.run([sys.executable, str(REPO / "docs/generate/plan_scenes.py")], check=True, capture_output=True,
                              text=True).stdout
     assert printed.strip() in (REPO / "docs/plan.md").read_text(), \
-        "docs/plan.md's scene table is stale: paste the output of .venv/bin/python docs/plan_scenes.py"
+        "docs/plan.md's scene table is stale: paste the output of .venv/bin/python docs/generate/plan_scenes.py"

@@ -1,11 +1,12 @@
 """The package's layers, as docs/design.md's table writes them, held by every import.
 
-kopf checks its layers with import-linter; this reads the same edges with ast and no new
-dependency: `import tfjobgen.x`, `from .x import y`, `from . import x`, at the top of a module
-and inside functions (a lazy import is still an edge). Each layer may import its own modules
-and the layers the table lists; EXCEPTIONS are the imports that break it today, each with why
-and what will remove it. Beside the layers, one more seam read the same way: only backends/
-branches on a backend's name.
+Each layer is a folder of generator/tfjobgen/ (the edges are the two files at its root), so a
+module's layer is the folder it sits in. kopf checks its layers with import-linter; this reads the
+same edges with ast and no new dependency: `import tfjobgen.x`, `from .x import y`, `from . import
+x`, at the top of a module and inside functions (a lazy import is still an edge). Each layer may
+import its own modules and the layers the table lists; EXCEPTIONS are the imports that break it,
+each with why. Beside the layers, one more seam read the same way: only backends/ branches on a
+backend's name.
 """
 
 from __future__ import annotations
@@ -19,31 +20,27 @@ from conftest import REPO
 PACKAGE = REPO / "generator" / "tfjobgen"
 DESIGN = REPO / "docs" / "design.md"
 START, END = "<!-- layers: start -->", "<!-- layers: end -->"
-EVERY_OTHER = "every other module"  # the catch-all of the table's modules column
 ANYTHING = "anything"  # a layer that may import every layer
+NOTHING = "nothing"  # a layer that imports no other
 
-# (importing module, imported module): imports that break the table today.
+# (importing module, imported module): imports that break the table, each with why.
 EXCEPTIONS = {
-    # The generator checks spec.model with the planner's rules, and where a profile counts nodes it warns
-    # of tasks that would stay Pending with the planner's packing: both imported lazily, only for the jobs
-    # that need them (docs/design.md, "The pipeline").
-    ("tfjobgen.expand.pipeline", "tfjobgen.concerns.workload"),
-    ("tfjobgen.expand.pipeline", "tfjobgen.concerns.capacity"),
     # The runtime checks TFJOBGEN_TRAINING against the schema, the single source of spec.training's fields
-    # and defaults (imported lazily, with jsonschema, once per task).
+    # and defaults (imported lazily, with jsonschema, once per task): a second copy of the rules in the
+    # runtime could drift from what the generator accepted.
     ("tfjobgen.runtime.settings", "tfjobgen.inputs.schema"),
 }
 
 
 def layers() -> list[tuple[str, list[str], list[str]]]:
-    """(layer, its modules, the layers it may import) per row of docs/design.md's table."""
+    """(layer, its folders or root modules, the layers it may import) per row of docs/design.md's table."""
     text = DESIGN.read_text()
     table = text[text.index(START) + len(START):text.index(END)]
     rows = []
     for line in table.strip().splitlines()[2:]:  # past the header and its rule
-        name, modules, imports = (cell.strip() for cell in line.strip().strip("|").split("|"))
-        rows.append((name, [EVERY_OTHER] if modules == EVERY_OTHER else re.findall(r"`([^`]+)`", modules),
-                     [ANYTHING] if imports == ANYTHING else re.findall(r"`([^`]+)`", imports)))
+        name, folders, imports = (cell.strip() for cell in line.strip().strip("|").split("|"))
+        rows.append((name, re.findall(r"`([^`]+)`", folders),
+                     [ANYTHING] if imports == ANYTHING else [] if imports == NOTHING else re.findall(r"`([^`]+)`", imports)))
     return rows
 
 
@@ -81,12 +78,12 @@ def _is_module(name: str) -> bool:
 
 
 def layer_of(module: str, rows) -> str:
-    """The layer of a tfjobgen module: by its top-level name (`tfjobgen.runtime.tf1` -> `runtime`)."""
+    """The layer of a tfjobgen module: the folder it sits in (`tfjobgen.runtime.tf1` -> `runtime`), or the
+    root module it is (`tfjobgen.cli` -> `edges`)."""
     top = module.split(".")[1]
-    for name, modules, _ in rows:
-        if top in modules:
-            return name
-    return next(name for name, modules, _ in rows if modules == [EVERY_OTHER])
+    found = [name for name, folders, _ in rows if top in folders]
+    assert len(found) == 1, f"{module}: in {len(found)} rows of docs/design.md's layers (its folder {top!r})"
+    return found[0]
 
 
 def test_every_import_goes_where_the_layers_of_the_design_notes_allow():
@@ -107,13 +104,19 @@ def test_every_import_goes_where_the_layers_of_the_design_notes_allow():
     assert not broken, "imports against docs/design.md's layers:\n" + "\n".join(broken)
 
 
-def test_the_layers_name_real_modules_and_the_exceptions_are_still_needed():
+def test_the_folders_are_the_layers_and_the_exceptions_are_still_needed():
+    """`ls generator/tfjobgen` shows the layers: every folder and root module is in exactly one row, and
+    every row names folders that exist."""
     rows = layers()
     names = {name for name, _, _ in rows}
-    for name, modules, may_import in rows:
+    listed = [folder for _, folders, _ in rows for folder in folders]
+    for name, folders, may_import in rows:
         assert set(may_import) <= names | {ANYTHING}, f"layer {name} may import an unknown layer"
-        for module in modules:
-            assert module == EVERY_OTHER or _is_module(f"tfjobgen.{module}"), f"layer {name}: no module {module}"
+        for folder in folders:
+            assert _is_module(f"tfjobgen.{folder}"), f"layer {name}: no folder or module {folder}"
+    present = sorted(p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
+                     if p.name != "__init__.py" and (p.suffix == ".py" or (p / "__init__.py").is_file()))
+    assert sorted(listed) == present, "the layers table and the package's folders differ"
     every = {(module_name(path), imported) for path in PACKAGE.rglob("*.py") for imported in imports(path)}
     assert EXCEPTIONS <= every, f"exceptions that no longer happen (remove them): {sorted(EXCEPTIONS - every)}"
 
@@ -123,6 +126,22 @@ def test_the_check_sees_lazy_and_relative_imports():
     assert {"tfjobgen.concerns.workload", "tfjobgen.backends", "tfjobgen.inputs.profile"} <= imported
     assert layer_of("tfjobgen.runtime.tf1", layers()) == "runtime"
     assert layer_of("tfjobgen.concerns.qos", layers()) == "concerns"
+    assert layer_of("tfjobgen.cli", layers()) == "edges"
+
+
+def test_the_package_faces_import_nothing():
+    """A folder's __init__.py lists its rooms and imports nothing of tfjobgen, so importing one module of a
+    layer (the KRM function's path above all) costs that module alone. backends/ and the commands' faces,
+    which have a registry to keep, are the ones that may."""
+    keep = {"backends", "cluster.controllers"}
+    loaded = []
+    for face in sorted(PACKAGE.rglob("__init__.py")):
+        name = module_name(face)
+        if name == "tfjobgen" or name.removeprefix("tfjobgen.") in keep:
+            continue
+        if imports(face):
+            loaded.append(name)
+    assert not loaded, f"package faces that import tfjobgen modules: {loaded}"
 
 
 def test_no_module_outside_the_backends_branches_on_a_backends_name():

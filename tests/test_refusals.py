@@ -13,7 +13,7 @@ problem, `file:line: field: message`, never a traceback, nothing half-written):
         exit-code              the exit code
 
 Any other file or folder in a case is input too (a case may name a folder in its args). The
-catalogue is counted in docs/refusals.md (docs/refusals.py writes it; tests/test_docs.py keeps it true).
+catalogue is counted in docs/refusals.md (docs/generate/refusals.py writes it; tests/test_docs.py keeps it true).
 """
 
 from __future__ import annotations

@@ -21,11 +21,10 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "generator"))
 RESULTS = Path(__file__).resolve().parent / "results"
 README_JOB = REPO / "jobs" / "wide-deep.yaml"
 
-from tfjobgen.local import processes, wire  # noqa: E402
+from tfjobgen.local import processes, wire
 
 
 def job_variant(name: str, training: dict, api: str | None = None, base: Path = README_JOB,

@@ -1,6 +1,6 @@
 """docs/design.md's table of what each topology guarantees, and a sample of it on the real scheduler.
 
-The table is measured by `.venv/bin/python docs/placement.py` (every row, column and order: tens
+The table is measured by `.venv/bin/python docs/generate/placement.py` (every row, column and order: tens
 of minutes) and recorded in docs/placement-runs.json. Here: the table in the docs is the one the
 recorded runs give; each row's first job, one order, arrival and replacement, holds now wherever
 the recorded runs say it always held; and the picture shows layouts that hold.
@@ -26,7 +26,7 @@ def test_the_table_in_the_design_notes_is_the_recorded_runs():
     text = DESIGN.read_text()
     committed = text[text.index(TABLE_START) + len(TABLE_START):text.index(TABLE_END)].strip("\n") + "\n"
     assert committed == guarantees.table(guarantees.load(RUNS)), \
-        "docs/design.md's placement table is not docs/placement-runs.json: run .venv/bin/python docs/placement.py"
+        "docs/design.md's placement table is not docs/placement-runs.json: run .venv/bin/python docs/generate/placement.py"
 
 
 def test_the_recorded_runs_cover_every_cell_that_can_be_measured():

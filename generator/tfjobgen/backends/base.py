@@ -61,7 +61,7 @@ class DecodedJob:
 
 @dataclass(frozen=True)
 class Reporting:
-    """How a backend's controller reports on a job it runs (status/model.py reads the job with it)."""
+    """How a backend's controller reports on a job it runs (status/derive.py reads the job with it)."""
 
     kind: str  # of the object(s) carrying the job
     suspend: tuple[str, ...] = ("suspend",)  # where a carrier's spec holds its suspend flag

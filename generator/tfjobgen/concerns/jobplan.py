@@ -10,7 +10,7 @@ It is plain data: a backend only decides which Kubernetes objects carry these
 pod templates (native: batch/v1 Jobs). Names come from the backend's `Naming`
 (what its controller calls each pod), everything else from one concern module
 each: topology -> affinity and node pools, qos -> resources and CPU-manager
-nodes, tuning -> env, container -> image, command and security, lifecycle ->
+nodes, environment -> env, container -> image, command and security, lifecycle ->
 the restart policy (the failure rules themselves go on the backend's objects).
 
 Tasks of a role that share a template share the very same dict, so a job of

@@ -1,6 +1,6 @@
 """A job's workload: the variables it will create on its PS, from one of three sources, in creation order.
 
-    spec.training   tfjobgen's runtime: variable_placement/reference_model.py's list (the same
+    spec.training   tfjobgen's runtime: shared/variable_placement/reference_model.py's list (the same
                     list the runtime builds its model from), the job's batch size and optimizer
     spec.model      a program of your own: the variables it declares
     a checkpoint    a checkpoint or SavedModel, read with TensorFlow (the runtime extra)

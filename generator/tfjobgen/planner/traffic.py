@@ -8,7 +8,7 @@ The model, per worker step and per shard (a whole variable is one shard):
   land follows the workload's id rule, row floor(rows x u ** id_skew) for u uniform:
   id_skew 1 is uniform (k x shard rows / rows lookups, and R x (1 - (1 - 1/R)^k)
   distinct rows of R for k lookups, in proportion per shard); the runtime's
-  synthetic ids (variable_placement/reference_model.ID_SKEW) put most lookups, and most distinct
+  synthetic ids (shared/variable_placement/reference_model.ID_SKEW) put most lookups, and most distinct
   rows, on the first shard of each table ("div" sharding keeps the low ids there);
 - the update: each updated row (all rows of a variable read whole, or of a
   table under dense adam) moves (reads, writes) rows of variable and slot

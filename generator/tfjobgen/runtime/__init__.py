@@ -22,7 +22,7 @@ Modules, one concern each:
 
 The partitioner rule, the reference model's variables and optimizer slots, and a
 PS's share of them are plain data and math that `tfjobgen plan` uses too: they live
-in variable_placement/. Of the generator the runtime imports only contract.py.
+in shared/variable_placement/. Of the generator the runtime imports only contract.py.
 
 Only data, wide_deep, optimizers, servers, modeldir, tf1 and tf2 import TensorFlow,
 and only once the task knows it needs it: importing this package costs nothing.

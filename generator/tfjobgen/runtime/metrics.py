@@ -12,7 +12,7 @@ different stories. Which task serves what:
 The chief is the task that drives the global step (tf2's chief; tf1's chief
 or worker 0), so its counters are the job's. A PS cannot list the variables
 a chief created on it, so it counts what the runtime's own model places there,
-with the same placement rules `tfjobgen plan` uses (variable_placement/round_robin.py);
+with the same placement rules `tfjobgen plan` uses (shared/variable_placement/round_robin.py);
 the chief's `placement` event reports the measured bytes, and docs/runtime.md
 shows they agree.
 

@@ -1,7 +1,7 @@
 """Reading jobs from a cluster: the I/O at the edge of `tfjobgen status`.
 
 Everything is read with plain GETs by path (no discovery: a kind the cluster does not serve is a
-404, and simply absent), as JSON dicts, and handed to model.py as a Snapshot. What a job is made of:
+404, and simply absent), as JSON dicts, and handed to derive.py as a Snapshot. What a job is made of:
 
     the carrier     its TFJob, else its JobSet, else its batch/v1 Jobs (native): the objects labelled
                     tfjobgen.dev/job=NAME (a JobSet's child Jobs carry the label too, and are read

@@ -10,7 +10,7 @@ Rows are topologies, each measured on the example jobs that use it; columns are 
     shared, no ...        the same without them
 
 Every run is `place.run_order`: a fresh local cluster, the real scheduler, `promises.verdicts`.
-A run is good when every pod is placed and every layout holds. docs/placement.py writes the
+A run is good when every pod is placed and every layout holds. docs/generate/placement.py writes the
 table (all orders); the cluster tier runs a sample and checks the table is current.
 """
 

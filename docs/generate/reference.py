@@ -1,7 +1,7 @@
 """Write docs/reference.md: every field of the intent and the profile, from the JSON Schemas, and the
 fields `tfjobgen status --format json` prints.
 
-    .venv/bin/python docs/reference.py
+    .venv/bin/python docs/generate/reference.py
 
 The schemas are the single source of truth; this page is derived from them and
 tests/test_docs.py fails when it is out of date.
@@ -10,13 +10,11 @@ tests/test_docs.py fails when it is out of date.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "generator"))
+REPO = Path(__file__).resolve().parents[2]
 
-from tfjobgen.inputs import schema  # noqa: E402
+from tfjobgen.inputs import schema
 
 
 def _type(node: dict) -> str:
@@ -64,7 +62,7 @@ def page() -> str:
     global ROOT
     out = ["# Field reference", "",
            "Generated from [schemas/](../schemas/), and the last section from `tfjobgen status`'s code, by "
-           "`docs/reference.py`; do not edit by hand.", ""]
+           "`docs/generate/reference.py`; do not edit by hand.", ""]
     for name, title in ((schema.TRAINING_JOB, "TrainingJob (`jobs/*.yaml`)"),
                         (schema.CLUSTER_PROFILE, "ClusterProfile (`overlays/<cluster>/cluster-profile.yaml`)")):
         ROOT = schema.load(name)

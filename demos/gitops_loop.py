@@ -1,6 +1,6 @@
 """The GitOps loop on one machine, measured: commits to a git repository, Argo CD's answers on a local cluster.
 
-    make demo-gitops        (.venv/bin/python benchmarks/gitops_loop.py [--mode plugin|rendered] [--nodes N])
+    make demo-gitops        (.venv/bin/python demos/gitops_loop.py [--mode plugin|rendered] [--nodes N])
 
 It clones this checkout into a temporary git repository (the working tree's uncommitted changes
 committed on top), starts `tfjobgen cluster up --profile overlays/seed-80c/cluster-profile.yaml
@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "generator"))
 SEED_PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 # Enough 80-core nodes for every job of seed-80c (6,644 CPUs requested) to be placed: no pending
 # parameter server preempts the jobs a test watches.

@@ -1,6 +1,6 @@
 """Draw docs/dashboard.png: the job dashboard's main panels from the real metrics of a local run.
 
-    .venv/bin/python docs/dashboard.py          (about a minute; needs prometheus and TensorFlow)
+    .venv/bin/python docs/generate/dashboard.py          (about a minute; needs prometheus and TensorFlow)
 
 Runs `tfjobgen run-local` on the tests' small tf2 job (2 PS, 2 workers, a chief; 600 steps), starts
 Debian's Prometheus on the scrape config run-local writes, and after the run draws what Prometheus
@@ -22,7 +22,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 JOB = REPO / "tests" / "runtime" / "jobs" / "tf2-small.yaml"
 OUT = REPO / "docs" / "dashboard.png"
 STEPS = 600
@@ -44,7 +44,7 @@ def query_range(address: str, expr: str, start: float, end: float) -> list[dict]
 def main() -> int:
     prometheus = shutil.which("prometheus")
     if not prometheus:
-        print("docs/dashboard.py needs Prometheus: apt-get install prometheus", file=sys.stderr)
+        print("docs/generate/dashboard.py needs Prometheus: apt-get install prometheus", file=sys.stderr)
         return 1
     import matplotlib
 

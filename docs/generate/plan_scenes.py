@@ -1,6 +1,6 @@
 """Print docs/plan.md's summary of the seed's eight cases: `tfjobgen plan` of each, one row per case.
 
-    .venv/bin/python docs/plan_scenes.py
+    .venv/bin/python docs/generate/plan_scenes.py
 
 The same plans `tfjobgen plan jobs/scene*.yaml --profile overlays/seed-80c/cluster-profile.yaml`
 prints in full, reduced to the nodes each topology needs and the job's traffic.
@@ -8,17 +8,15 @@ prints in full, reduced to the nodes each topology needs and the job's traffic.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "generator"))
+REPO = Path(__file__).resolve().parents[2]
 
-from tfjobgen.concerns import workload  # noqa: E402
+from tfjobgen.concerns import workload
 from tfjobgen.expand import pipeline
-from tfjobgen.kit import table  # noqa: E402
+from tfjobgen.kit import table
 from tfjobgen.planner import report
-from tfjobgen.planner.units import percent, size  # noqa: E402
+from tfjobgen.planner.units import percent, size
 
 
 def main() -> None:

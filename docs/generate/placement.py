@@ -1,10 +1,10 @@
 """Placement figures and picture, measured on the real kube-scheduler of a local cluster.
 
-    .venv/bin/python docs/placement.py                 # the table in docs/design.md, docs/placement-runs.json
+    .venv/bin/python docs/generate/placement.py                 # the table in docs/design.md, docs/placement-runs.json
                                                        # and docs/placement.svg (2 orders per job and cell:
                                                        # about 30 minutes on 2 busy cores)
-    .venv/bin/python docs/placement.py --column "shared cluster"   # one column again, the rest as recorded
-    .venv/bin/python docs/placement.py --picture       # docs/placement.svg only
+    .venv/bin/python docs/generate/placement.py --column "shared cluster"   # one column again, the rest as recorded
+    .venv/bin/python docs/generate/placement.py --picture       # docs/placement.svg only
 
 Every run is `tfjobgen place` (generator/tfjobgen/cluster/measure/place.py): a fresh local cluster of
 the job's profile, the objects created in a shuffled order, the real scheduler settled, the
@@ -19,13 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "generator"))
+REPO = Path(__file__).resolve().parents[2]
 
-from tfjobgen.cluster.measure import guarantees, place  # noqa: E402
-from tfjobgen.expand import pipeline  # noqa: E402
-from tfjobgen.gitops.build import build_overlays  # noqa: E402
-from tfjobgen.gitops.tree import overlay_names  # noqa: E402
+from tfjobgen.cluster.measure import guarantees, place
+from tfjobgen.expand import pipeline
+from tfjobgen.gitops.build import build_overlays
+from tfjobgen.gitops.tree import overlay_names
 
 DESIGN = REPO / "docs" / "design.md"
 RUNS = REPO / "docs" / "placement-runs.json"
