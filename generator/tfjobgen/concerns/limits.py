@@ -18,7 +18,9 @@ never start:
 
 Each limit is checked on the environment the kubelet would really give the worst pod (the
 same `environment.env` entries, `$(VAR)` expanded as pods.py does), and an error names the
-limit, the size, and how many workers would fit with the job's PS.
+limit, the size, and the field to change: how many workers would fit with the job's PS when the
+cluster spec makes it too big, else the value of the intent's own that does (an env entry,
+spec.training's longest list).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import json
 from typing import Callable
 
 from ..inputs.kubernetes_syntax import ANNOTATIONS_MAX
-from ..inputs.problems import WARNING, Problem
+from ..inputs.problems import WARNING, Problem, field_path
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
 from ..shared import contract
@@ -46,9 +48,15 @@ _APPLY_METADATA = 1024  # what the last-applied copy adds beyond the data: metad
 class Sizes:
     env_string: int  # the longest NAME=value string of any pod, NUL included
     env_string_name: str  # which variable that is
+    env_string_role: str  # in which role's pods
     environment: int  # all NAME=value strings of the largest pod
+    environment_role: str  # which role's pod that is
     config_map: int  # the job's ConfigMap: its values
     last_applied: int  # the ConfigMap as client-side apply would copy it into an annotation
+
+
+# The variables that carry the cluster spec: they grow with the job's tasks, and only they do.
+_CLUSTER_SIZED = frozenset({contract.CLUSTER_ENV, contract.TF_CONFIG})
 
 
 def _pod_env(job: TrainingJob, profile: ClusterProfile, naming: Naming, role: str, cluster: str) -> dict[str, str]:
@@ -66,23 +74,81 @@ def _pod_env(job: TrainingJob, profile: ClusterProfile, naming: Naming, role: st
     return known
 
 
+def _string_bytes(name: str, value: str) -> int:
+    return len(f"{name}={value}".encode()) + 1
+
+
 def sizes(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> Sizes:
     cluster = environment.cluster_spec(job, profile, naming)
     cluster_text = contract.cluster_json(cluster)
-    longest, longest_name, largest = 0, "", 0
+    longest, longest_name, longest_role, largest, largest_role = 0, "", "", 0, ""
     for role in job.roles:
         env = _pod_env(job, profile, naming, role, cluster_text)
-        strings = {name: len(f"{name}={value}".encode()) + 1 for name, value in env.items()}
+        strings = {name: _string_bytes(name, value) for name, value in env.items()}
         name = max(strings, key=strings.get)
         if strings[name] > longest:
-            longest, longest_name = strings[name], name
-        largest = max(largest, sum(strings.values()))
+            longest, longest_name, longest_role = strings[name], name, role
+        if sum(strings.values()) > largest:
+            largest, largest_role = sum(strings.values()), role
     data = {contract.CLUSTER_KEY: cluster_text}
     if job.uses_star_server:
         data[contract.ENDPOINT_MAP_KEY] = environment.endpoint_map(job, profile, cluster)
     config_map = sum(len(value.encode()) for value in data.values())
     last_applied = len(json.dumps({"data": data}, separators=(",", ":")).encode()) + _APPLY_METADATA
-    return Sizes(longest, longest_name, largest, config_map, last_applied)
+    return Sizes(longest, longest_name, longest_role, largest, largest_role, config_map, last_applied)
+
+
+def _largest_leaf(value, *at: str | int) -> tuple[int, tuple]:
+    """(its JSON size, its path) of the largest string or list of strings inside `value`: the field to shorten."""
+    if isinstance(value, dict):
+        found = [_largest_leaf(item, *at, key) for key, item in value.items()]
+    elif isinstance(value, list) and not all(isinstance(item, str) for item in value):
+        found = [_largest_leaf(item, *at, i) for i, item in enumerate(value)]
+    else:
+        return len(json.dumps(value).encode()), at
+    return max(found, default=(0, at))
+
+
+def source_field(job: TrainingJob, role: str, name: str) -> str:
+    """The intent's field that variable `name` of a `role` pod comes from, as precisely as it can be named."""
+    for where, entries in ((("spec", "roles", role, "env"), job.roles[role].env), (("spec", "env"), job.env)):
+        for i, entry in enumerate(entries):
+            if entry["name"] == name:  # the role's own entries win, so they are looked at first
+                return field_path(*where, i, "value")
+    if name == contract.TRAINING_ENV:
+        return field_path(*_largest_leaf(job.training, "spec", "training")[1])
+    if job.hadoop and name in {entry["name"] for entry in environment.hadoop_env(job.hadoop)}:
+        return "spec.hadoop"
+    return "spec"
+
+
+def _shorter(field: str) -> str:
+    if field == "spec.training.data.paths":
+        return "list fewer paths: each may be a glob (part-*.tfrecord) that the runtime expands"
+    return "make this value shorter (a long list can go in a file the program reads, and its path here)"
+
+
+def _too_big(job: TrainingJob, profile: ClusterProfile, naming: Naming, found: Sizes, attribute: str, limit: int,
+             message: str) -> Problem:
+    """The problem of a size over `limit`, at the field to change: the workers where the cluster spec makes it."""
+    if attribute == "env_string" and found.env_string_name not in _CLUSTER_SIZED:
+        field = source_field(job, found.env_string_role, found.env_string_name)
+        return Problem(f"{message}: {_shorter(field)}", field)
+    if attribute == "environment":
+        env = _pod_env(job, profile, naming, found.environment_role, "")  # the pod without its cluster spec
+        without_cluster = sum(_string_bytes(name, value) for name, value in env.items())
+        if without_cluster > limit:
+            name = max((n for n in env if n not in _CLUSTER_SIZED), key=lambda n: _string_bytes(n, env[n]))
+            field = source_field(job, found.environment_role, name)
+            return Problem(f"{message}: without the cluster spec it would still be {without_cluster:,} bytes, "
+                           f"{name} the largest variable ({_string_bytes(name, env[name]):,} bytes): {_shorter(field)}",
+                           field)
+    fitting = _most_workers(job, lambda smaller: getattr(sizes(smaller, profile, naming), attribute) <= limit)
+    ps = job.roles["ps"].replicas
+    remedy = (f"with {ps} PS at most {fitting:,} workers fit" if fitting else
+              f"with {ps} PS not even one worker fits: use fewer PS") + \
+        " (every address repeats metadata.name: a shorter name fits more)"
+    return Problem(f"{message}: {remedy}", "spec.roles.worker.replicas")
 
 
 def _with_workers(job: TrainingJob, workers: int) -> TrainingJob:
@@ -119,15 +185,9 @@ def check(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[Pro
     ]
     problems = []
     for attribute, limit, message in limits:
-        if getattr(found, attribute) <= limit:
-            continue
-        fitting = _most_workers(job, lambda smaller: getattr(sizes(smaller, profile, naming), attribute) <= limit)
-        ps = job.roles["ps"].replicas
-        remedy = (f"with {ps} PS at most {fitting:,} workers fit" if fitting else
-                  f"with {ps} PS not even one worker fits: use fewer PS") + \
-            " (every address repeats metadata.name: a shorter name fits more)"
-        problems.append(Problem(f"{message}: {remedy}", "spec.roles.worker.replicas"))
-        break  # the first limit exceeded is the one to fix; the others follow from the same size
+        if getattr(found, attribute) > limit:
+            problems.append(_too_big(job, profile, naming, found, attribute, limit, message))
+            break  # the first limit exceeded is the one to fix; the others follow from the same size
     if not problems and found.last_applied > ANNOTATIONS_MAX:
         problems.append(Problem(
             f"the job's ConfigMap is {found.config_map:,} bytes: client-side kubectl apply (Argo CD's default) "

@@ -99,7 +99,7 @@ def load_profile(path: str | None) -> ClusterProfile:
 def profile_from(data: dict, file: str = "", document: source.Document | None = None) -> ClusterProfile:
     """A profile that fits its schema. Its rules (`check_profile`) are reported once per build by
     `expand`, at the user's file and line, and no job is rendered against a profile with errors."""
-    problems = schema.check(data, schema.CLUSTER_PROFILE)
+    problems = schema.check(data, schema.CLUSTER_PROFILE, document.written if document else {})
     if problems:
         raise InvalidInput([
             p.located(file, document.line_of(p.field) if document else 0,
@@ -144,7 +144,7 @@ def check_all(found: list[Intent], profile: ClusterProfile) -> tuple[list[traini
 
 def validate(intent: Intent, profile: ClusterProfile) -> tuple[trainingjob.TrainingJob | None, list[Problem]]:
     """The typed job (None when it has errors) and every problem found, located in its file."""
-    problems = schema.check(intent.data, schema.TRAINING_JOB)
+    problems = schema.check(intent.data, schema.TRAINING_JOB, intent.document.written if intent.document else {})
     if problems:
         return None, [intent.locate(p) for p in problems]
     job = trainingjob.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))

@@ -18,7 +18,8 @@ import functools
 import json
 import math
 import os
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from . import schema_fast
 from .problems import Problem, field_path
@@ -51,8 +52,9 @@ def _validator(name: str):
     return jsonschema.Draft202012Validator(load(name))
 
 
-def check(document: Any, name: str) -> list[Problem]:
-    """Every schema violation in `document`, one Problem per field, in document order."""
+def check(document: Any, name: str, written: Mapping[str, str] = MappingProxyType({})) -> list[Problem]:
+    """Every schema violation in `document`, one Problem per field, in document order. `written`: the text of
+    scalars as the user wrote them, by field (source.Document.written), for advice that quotes them."""
     root = load(name)
     not_finite = _not_finite(document, root)
     if not not_finite and schema_fast.valid(document, root) is True:
@@ -61,7 +63,7 @@ def check(document: Any, name: str) -> list[Problem]:
     suggested: set[str] = set()  # fields a "did you mean" already points at
     for error in _validator(name).iter_errors(document):
         for leaf in _leaves(error):
-            problem, suggestion = _explain(leaf, load(name))
+            problem, suggestion = _explain(leaf, load(name), written)
             if problem.field not in problems:
                 problems.setdefault(problem.field + problem.message, problem)
             if suggestion:
@@ -168,7 +170,7 @@ _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "text", "bool
                "integer": "a whole number", "number": "a number"}
 
 
-def _explain(error, root: dict) -> tuple[Problem, str]:
+def _explain(error, root: dict, written: Mapping[str, str]) -> tuple[Problem, str]:
     """A Problem for one jsonschema error, and the field a "did you mean" points at ("" if none)."""
     path = list(error.absolute_path)
     at = field_path(*path)
@@ -203,9 +205,12 @@ def _explain(error, root: dict) -> tuple[Problem, str]:
         wanted = [wanted] if isinstance(wanted, str) else wanted
         names = " or ".join(_TYPE_NAMES.get(w, w) for w in wanted)
         got = _JSON_TYPES.get(type(value), type(value).__name__)
-        message = f"must be {names}, not {got}" + ("" if isinstance(value, (dict, list)) else f" {_show(value)}")
+        shown = _show(value)
+        if at in written and written[at] != shown:  # 012 is 10 to YAML: say both
+            shown = f"{written[at]} (which YAML reads as {shown})"
+        message = f"must be {names}, not {got}" + ("" if isinstance(value, (dict, list)) else f" {shown}")
         if wanted == ["string"] and isinstance(value, (bool, int, float)):
-            hint = hint or f"put it in quotes: \"{_show(value)}\""
+            hint = hint or f"put it in quotes: \"{written.get(at, _show(value))}\""
         message += f" ({hint})" if hint else ""
     elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         relation = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than",

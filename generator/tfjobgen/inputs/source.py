@@ -36,6 +36,9 @@ class Document:
     index: int  # position among the file's documents, from 0
     start_line: int
     lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # The text of each plain scalar YAML read as a number, boolean or null, as written (`012`, `1_000`):
+    # advice to quote a value must quote what the user wrote, not what YAML made of it.
+    written: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def line_of(self, path: str) -> int:
         """Line of `path`, or of its nearest written parent (a missing field points at its parent)."""
@@ -81,7 +84,8 @@ def parse_documents(text: str, source: str) -> list[Document]:
                 continue
             builder = _Builder(source)
             data = builder.build(node, (), 0)
-            documents.append(Document(data, source, len(documents), node.start_mark.line + 1, builder.lines))
+            documents.append(Document(data, source, len(documents), node.start_mark.line + 1, builder.lines,
+                                      builder.written))
     except yaml.YAMLError as err:
         raise InvalidInput([_yaml_problem(err, text, source)]) from None
     finally:
@@ -189,6 +193,7 @@ class _Builder:
     def __init__(self, source: str):
         self.source = source
         self.lines: dict[str, int] = {}
+        self.written: dict[str, str] = {}
         self.visited: set[int] = set()
 
     def fail(self, message: str, node: yaml.Node, path: tuple, line: int = 0) -> InvalidInput:
@@ -228,5 +233,6 @@ class _Builder:
         if node.tag in _PLAIN_TAGS:
             value = plain_scalar_value(node.value)
             if not isinstance(value, str):
+                self.written[field_path(*path)] = node.value
                 return value
         raise self.fail(f"unsupported YAML tag {node.tag}", node, path)
