@@ -20,12 +20,10 @@ from fractions import Fraction
 from ..inputs.problems import WARNING, Problem
 from ..inputs.profile import ClusterProfile
 from ..inputs.quantity import cpu_text, describe_bytes, describe_cpu
-from ..inputs.trainingjob import TrainingJob
+from ..inputs.trainingjob import MIN_TASK_MEMORY, TrainingJob
 from ..shared import contract
 from . import topology
 
-# A TensorFlow task below this cannot even import TensorFlow (about 600 MB resident, measured on 2.21).
-MIN_TASK_MEMORY = 256 << 20
 
 
 def cpu_limit(job: TrainingJob, role: str) -> Fraction | None:
@@ -105,13 +103,15 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
         pool = topology.pools(job, profile).get(role.name)
         if job.qos == "cpuset" and pool in profile.node_pools:
             pool_selector = profile.node_pools[pool].node_selector
-            own = role.name in job.topology.node_pools  # else the profile's isolatedPools chose it
-            named = f"node pool '{pool}'" if own else f"node pool '{pool}' (the profile's isolatedPools.{role.name})"
+            source = topology.pool_source(job, profile, role.name)  # "": the job's own nodePools chose it
+            named = f"node pool '{pool}'" + (f" ({source})" if source else "")
             for key, value in sorted(profile.cpu_manager_selector.items()):
                 if key in pool_selector and pool_selector[key] != value:
                     problems.append(Problem(
                         f"{named} selects {key}={pool_selector[key]} but the CPU-manager nodes have {key}={value}: "
-                        "no node can satisfy both", f"spec.topology.nodePools.{role.name}" if own else "spec.qos"))
+                        "no node can satisfy both" + (": set spec.qos: shared, or run the static CPU manager on the "
+                                                      "pool's nodes" if source else ""),
+                        "spec.qos" if source else f"spec.topology.nodePools.{role.name}"))
     return problems
 
 

@@ -96,6 +96,16 @@ def pools(job: TrainingJob, profile: ClusterProfile) -> dict[str, str]:
     return chosen
 
 
+def pool_source(job: TrainingJob, profile: ClusterProfile, role: str) -> str:
+    """Who chose the role's node pool, in the words of a message: "" (the job itself, or no pool), the
+    profile's GPU pool, or the profile's isolatedPools (the order `pools` applies them in)."""
+    if role in job.topology.node_pools or role not in pools(job, profile):
+        return ""
+    if role in job.gpu_roles and profile.gpu is not None and profile.gpu.node_pool is not None:
+        return "the profile's GPU pool, spec.gpu.nodePool"
+    return f"the profile's isolatedPools.{role}"
+
+
 def _term(selector: dict, **scope) -> dict:
     return {"labelSelector": selector, "topologyKey": HOSTNAME, **scope}
 
@@ -190,7 +200,8 @@ def _pool_note(job: TrainingJob, profile: ClusterProfile, role: str) -> str:
     pool = pools(job, profile).get(role)
     if pool is None:
         return ""
-    return f", node pool '{pool}'" + ("" if role in job.topology.node_pools else " from the profile's isolatedPools")
+    source = pool_source(job, profile, role)
+    return f", node pool '{pool}'" + (f" from {source}" if source else "")
 
 
 def _check_pools(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:

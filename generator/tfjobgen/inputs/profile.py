@@ -6,12 +6,13 @@ spec is the embedded default (the seed's 80-core / 256 GiB nodes, no pools).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from . import kubernetes_syntax, quantity, schema, source
 from .problems import Problem
-from .trainingjob import API_VERSION
+from .trainingjob import API_VERSION, MIN_TASK_MEMORY
 
 KIND = "ClusterProfile"
 
@@ -21,6 +22,7 @@ class NodeShape:
     cpu: Fraction  # cores pods can use per node: the written cpu minus reservedCpus
     memory: Fraction  # allocatable bytes per node
     reserved_cpus: int | None = None  # as written; None: the profile does not say
+    memory_text: str = field(default="", compare=False)  # memory as written, for messages
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ def _shape(spec: dict, fallback: NodeShape | None = None) -> NodeShape:
         return fallback
     reserved = spec.get("reservedCpus")
     return NodeShape(cpu=quantity.parse(spec["cpu"]) - (reserved or 0), memory=quantity.parse(spec["memory"]),
-                     reserved_cpus=reserved)
+                     reserved_cpus=reserved, memory_text=str(spec["memory"]))
 
 
 def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> ClusterProfile:
@@ -246,6 +248,14 @@ def _room(profile: ClusterProfile) -> list[Problem]:
         if shape.memory <= 0:
             problems.append(Problem("a node with no memory for pods runs no task: write the nodes' allocatable memory",
                                     f"{at}.memory"))
+        elif shape.memory < MIN_TASK_MEMORY:  # a unit left off (256 for 256Gi): said here, not as no role fitting
+            written = shape.memory_text
+            hint = f": did you mean {written}Gi?" if written.isdigit() else ""
+            amount = quantity.describe_bytes(shape.memory) if shape.memory >= 1024 else \
+                f"{math.ceil(shape.memory)} byte(s)"
+            problems.append(Problem(
+                f"{written} is {amount}; a node runs no TensorFlow task with less than "
+                f"{quantity.describe_bytes(Fraction(MIN_TASK_MEMORY))} for pods{hint}", f"{at}.memory"))
     return problems
 
 

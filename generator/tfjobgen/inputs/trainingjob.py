@@ -16,6 +16,9 @@ from . import quantity
 
 API_VERSION = "tfjobgen.dev/v1alpha1"
 KIND = "TrainingJob"
+# A TensorFlow task below this cannot even import TensorFlow (about 600 MB resident, measured on 2.21): the
+# floor of a role's memory (concerns/qos.py) and of a node's (profile.py).
+MIN_TASK_MEMORY = 256 << 20
 STAR_SERVER_PROTOCOLS = ("star_server", "star_server_lite")
 
 
