@@ -35,7 +35,7 @@ def register(commands) -> None:
                     "PriorityClasses. Returns once every node is Ready; the last line on stdout is the kubeconfig's "
                     "path. The cluster runs until `tfjobgen cluster down`.")
     up.add_argument("--profile", metavar="FILE", help="ClusterProfile file (default: the embedded profile)")
-    up.add_argument("--nodes", type=_node_count, metavar="N",
+    up.add_argument("--nodes", type=_nodes, metavar="N",
                     help="nodes of the main group, and of every pool the profile does not count")
     up.add_argument("--name", default=DEFAULT_NAME, help=f"the cluster's name (default: {DEFAULT_NAME})")
     up.add_argument("--argocd", metavar="REPO",
@@ -61,17 +61,18 @@ def register(commands) -> None:
                     "holds, preemptions. Exit 1 when a layout breaks or a pod stays Pending.")
     place.add_argument("paths", nargs="+", metavar="JOB", help="TrainingJob files, or folders searched for *.yaml")
     place.add_argument("--profile", metavar="FILE", help="ClusterProfile file (default: the embedded profile)")
-    place.add_argument("--orders", type=_node_count, default=3, metavar="N", help="creation orders to try (default 3)")
+    place.add_argument("--orders", type=_orders, default=3, metavar="N", help="creation orders to try (default 3)")
     place.add_argument("--seed", type=int, default=0, help="the first order's seed (default 0)")
     place.add_argument("--lose-node", action="store_true",
                        help="after placing, evict a PS, then lose a server running the jobs' pods")
-    place.add_argument("--nodes", type=_node_count, metavar="N",
+    place.add_argument("--nodes", type=_nodes, metavar="N",
                        help="nodes of the main group (default: the profile's nodeCount, else what the jobs need)")
     place.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     place.set_defaults(run=_place)
 
 
-def _node_count(text: str) -> int:
+def _whole_number(text: str, least: str, most: int | None = None, why_most: str = "") -> int:
+    """A flag's count: argparse prints the message after the flag's name (`argument --orders: ...`)."""
     import argparse
 
     try:
@@ -79,8 +80,21 @@ def _node_count(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
-        raise argparse.ArgumentTypeError("a cluster needs at least 1 node")
+        raise argparse.ArgumentTypeError(f"{value}: {least}")
+    if most is not None and value > most:
+        raise argparse.ArgumentTypeError(f"{value}: {why_most}")
     return value
+
+
+def _nodes(text: str) -> int:
+    from .shape import MAX_NODES
+
+    return _whole_number(text, "a cluster needs at least 1 node", MAX_NODES,
+                         f"a local cluster holds at most {MAX_NODES} nodes")
+
+
+def _orders(text: str) -> int:
+    return _whole_number(text, "place tries at least 1 creation order")
 
 
 def _tools(args) -> int:
@@ -91,7 +105,7 @@ def _tools(args) -> int:
 
 def _up(args) -> int:
     from ..expand import pipeline
-    from . import argocd, control, processes, tools
+    from . import argocd, control, processes, shape, tools
 
     def say(line: str) -> None:
         if not args.quiet:
@@ -105,7 +119,8 @@ def _up(args) -> int:
             raise argocd.ArgoCDError("--argocd-mode needs --argocd REPO")
         gitops = argocd.source(args.argocd, args.argocd_mode or "plugin") if args.argocd else None
         state = control.up(pipeline.load_profile(args.profile), args.nodes, args.name, say, warn, gitops)
-    except (control.ClusterError, argocd.ArgoCDError, tools.ToolsMissing, processes.StartFailed, TimeoutError) as err:
+    except (control.ClusterError, argocd.ArgoCDError, tools.ToolsMissing, processes.StartFailed, TimeoutError,
+            shape.TooManyNodes) as err:
         print(f"tfjobgen cluster up: {err}", file=sys.stderr)
         return EXIT_FAILED
     print(state.kubeconfig)
@@ -144,7 +159,7 @@ def _place(args) -> int:
     from ..expand import pipeline
     from ..inputs.problems import InvalidInput
     from ..kit import table
-    from . import control, processes, tools
+    from . import control, processes, shape, tools
     from .measure import place
 
     profile = pipeline.load_profile(args.profile)
@@ -161,7 +176,7 @@ def _place(args) -> int:
         try:
             runs.append(place.run_order(objects, profile, nodes, seed, args.lose_node, f"place-{seed}-{_pid()}",
                                         lambda line: print(f"place: {line}", file=sys.stderr, flush=True)))
-        except (control.ClusterError, tools.ToolsMissing, processes.StartFailed, TimeoutError) as err:
+        except (control.ClusterError, tools.ToolsMissing, processes.StartFailed, TimeoutError, shape.TooManyNodes) as err:
             print(f"tfjobgen place: {err}", file=sys.stderr)
             return EXIT_FAILED
     if args.format == "json":

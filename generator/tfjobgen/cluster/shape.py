@@ -49,8 +49,21 @@ def node_groups(profile: ClusterProfile, nodes: int | None = None) -> list[NodeG
                                 common_taints + _taints_tolerated_by(pool.tolerations), extended))
     total = sum(g.count for g in groups)
     if total > MAX_NODES:
+        uncounted = [g.name for g in groups if nodes is not None and (g.name == DEFAULT_GROUP or
+                                                                      profile.node_pools[g.name].node_count is None)]
+        if uncounted and nodes * len(uncounted) > total - MAX_NODES:  # --nodes made it too many: say so
+            pools = [g for g in uncounted if g != DEFAULT_GROUP]
+            groups_named = " and ".join(filter(None, (
+                "the main group" if DEFAULT_GROUP in uncounted else "",
+                f"pool{'s' if len(pools) > 1 else ''} {', '.join(pools)}" if pools else "")))
+            raise TooManyNodes(f"--nodes {nodes} gives {groups_named} {nodes} nodes each, {total} in all; a local "
+                               f"cluster holds at most {MAX_NODES}")
         raise _invalid(profile, "spec.nodeCount", f"{total} nodes in all; a local cluster holds at most {MAX_NODES}")
     return groups
+
+
+class TooManyNodes(ValueError):
+    """--nodes, applied to every group the profile does not count, makes more nodes than a local cluster holds."""
 
 
 def _count(profile: ClusterProfile, field: str, counted: int | None, nodes: int | None) -> int:

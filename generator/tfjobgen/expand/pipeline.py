@@ -91,9 +91,31 @@ def load_profile(path: str | None) -> ClusterProfile:
     documents = source.parse_documents(source.read_text(path), path)
     found = [d for d in documents if intents.kind_of(d.data) == "profile"]
     if len(found) != 1:
-        raise InvalidInput([Problem(
-            f"expected one {PROFILE_KIND} (apiVersion {trainingjob.API_VERSION}), found {len(found)}", file=path)])
+        raise InvalidInput([_not_one_profile(path, documents, found)])
     return profile_from(found[0].data, path, found[0])
+
+
+_PROFILE_FILE = f"a profile file holds one mapping with apiVersion: {trainingjob.API_VERSION} and kind: {PROFILE_KIND}"
+
+
+def _not_one_profile(path: str, documents: list[source.Document], found: list[source.Document]) -> Problem:
+    """Why `path` is no profile, in terms of what it does hold (a job, a list, two profiles, nothing)."""
+    if len(found) > 1:
+        names = ", ".join(str(intents.ref_of(d.data).name) for d in found)
+        return Problem(f"{len(found)} {PROFILE_KIND}s in one file ({names}): a profile file describes one cluster; "
+                       "give each its own file", file=path, line=found[1].start_line)
+    if not documents:
+        return Problem(f"no {PROFILE_KIND} here: the file is empty; {_PROFILE_FILE}", file=path)
+    first = documents[0]
+    if not isinstance(first.data, dict):
+        what = "a YAML list" if isinstance(first.data, list) else "a single value"
+        return Problem(f"no {PROFILE_KIND} here: the file holds {what}; {_PROFILE_FILE}", file=path,
+                       line=first.start_line)
+    ref = intents.ref_of(first.data)
+    held = " ".join(part for part in (ref.kind or "a mapping without kind", ref.name) if part)
+    advice = ("name the job file as an argument, and its cluster's profile with --profile"
+              if intents.kind_of(first.data) == "intent" else _PROFILE_FILE)
+    return Problem(f"no {PROFILE_KIND} here: the file holds {held}; {advice}", file=path, line=first.line_of("kind"))
 
 
 def profile_from(data: dict, file: str = "", document: source.Document | None = None) -> ClusterProfile:
