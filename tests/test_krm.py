@@ -285,6 +285,28 @@ def test_a_value_an_overlay_patched_is_reported_at_the_patch(tmp_path):
     assert line.endswith(f"(the build has 4500m: the overlay changed it; jobs/wide-deep.yaml:{worker_line} has 4)")
 
 
+def test_a_name_too_long_after_the_overlays_name_prefix_is_reported_at_the_prefix(tmp_path):
+    """namePrefix and nameSuffix reach the intent before the function runs: a generated name too long because
+    of them points at the kustomization line that adds them (the base's and the overlay's add up), and says
+    what the job file has, as a namespace the overlay sets does."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "wide-deep.yaml").write_text(JOB)
+    (tmp_path / "jobs" / "kustomization.yaml").write_text("resources:\n- wide-deep.yaml\nnameSuffix: -b\n")
+    overlay = tmp_path / "overlays" / "x"
+    overlay.mkdir(parents=True)
+    (overlay / "kustomization.yaml").write_text(
+        "resources:\n- ../../jobs\nnamePrefix: team-recommendation-platform-ranking-experiments-\n"
+        "transformers:\n- cluster-profile.yaml\n")
+    built = _intent()
+    built["metadata"]["name"] = "team-recommendation-platform-ranking-experiments-wide-deep-b"
+    _, problems = krm.expand_items([built], pipeline.profile_from(PROFILE), str(overlay))
+    [line] = [p.format() for p in problems if p.is_error]
+    assert line.startswith("overlays/x/kustomization.yaml:3: metadata.name: "), line
+    name_line = next(n for n, text in enumerate(JOB.splitlines(), 1) if text.strip() == "name: wide-deep")
+    assert line.endswith(f"(set by this overlay's namePrefix; jobs/wide-deep.yaml:{name_line} has wide-deep)"), line
+
+
 @pytest.mark.slow  # a Python process of its own: sys.modules is only clean in a fresh one
 def test_the_krm_function_and_the_command_line_import_no_cluster_client():
     """The Kubernetes client (and rich) load only when `tfjobgen status` or `cluster` runs: the KRM function

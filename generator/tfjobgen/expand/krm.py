@@ -59,9 +59,14 @@ def _with_sources(found: list[Intent], root: str) -> list[Intent]:
     for intent in found:
         ref = intent.ref
         source_of = sources.get((ref.namespace, ref.name))
-        if source_of is None:  # a patch or a transformer may have changed the namespace
-            by_name = [v for (_, name), v in sources.items() if name == ref.name]
-            source_of = by_name[0] if len(by_name) == 1 else None
+        if source_of is None:  # a patch or a transformer may have changed the namespace, a namePrefix the name
+            for prefix, suffix in locate.name_affixes(root):
+                if ref.name.startswith(prefix) and ref.name.endswith(suffix) and len(ref.name) > len(prefix + suffix):
+                    written = ref.name[len(prefix):len(ref.name) - len(suffix)]
+                    by_name = [v for (_, name), v in sources.items() if name == written]
+                    source_of = by_name[0] if len(by_name) == 1 else None
+                    if source_of is not None:
+                        break
         if source_of is None and intent.file:  # kpt: no kustomization, a file named relative to the package
             source_of = locate.find_annotated(root, intent.file, _annotated(intent.data)[1], ref)
         if source_of and intent.document is None:

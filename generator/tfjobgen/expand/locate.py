@@ -53,6 +53,26 @@ def find_intents(root: str, limit: int = 20000) -> dict[tuple[str, str], tuple[s
     return found
 
 
+def name_affixes(root: str) -> list[tuple[str, str]]:
+    """Every (prefix, suffix) the kustomizations reached from root may have added to a name, longest first:
+    kustomize adds a base's namePrefix and nameSuffix, then its overlay's around them."""
+    chains: list[tuple[str, str]] = [("", "")]
+    pending, seen = [(os.path.abspath(root), "", "")], set()
+    while pending:
+        folder, prefix, suffix = pending.pop()
+        if folder in seen or not os.path.isdir(folder):
+            continue
+        seen.add(folder)
+        data = intents.read_kustomization(folder)
+        if data is None:
+            continue
+        own_prefix, own_suffix = (data.get(key) if isinstance(data.get(key), str) else "" for key in NAME_CHANGES)
+        prefix, suffix = prefix + own_prefix, own_suffix + suffix
+        chains.append((prefix, suffix))
+        pending.extend((path, prefix, suffix) for path in intents.local_resources(folder, data))
+    return sorted(set(chains), key=lambda chain: -len(chain[0] + chain[1]))
+
+
 def find_annotated(root: str, path: str, index: int | None, ref,
                    limit: int = 2000) -> tuple[str, source.Document] | None:
     """The document of `ref` in the file an orchestrator's path annotation names. kpt names files relative to
@@ -111,8 +131,10 @@ class _Patched:
     line: int
     kind: str  # the target's kind and name ("" or a regular expression for the name: any)
     name: str
+    by: str = "patch"  # what in the kustomization writes it: a patch, or its namePrefix or nameSuffix
 
 
+NAME_CHANGES = ("namePrefix", "nameSuffix")
 _IDENTITY = ("apiVersion", "kind", "metadata.name", "metadata.namespace")  # what a strategic merge patch targets
 _BLOCK = re.compile(r":\s*[|>][-+0-9]*\s*(#.*)?$")  # a key whose value is a block scalar: text from the next line
 
@@ -135,7 +157,7 @@ def from_patches(problems: list[Problem], sources: dict, root: str) -> list[Prob
             if found:
                 patch = found[-1]  # kustomize applies patches in order: the last one wins
                 problem = dataclasses.replace(problem, file=patch.file, line=patch.line,
-                                              message=f"{problem.message} (set by this overlay's patch; {has})")
+                                              message=f"{problem.message} (set by this overlay's {patch.by}; {has})")
             elif _value_at(built, problem.field) != written and not isinstance(written, (dict, list)):
                 # Another transformer of the overlay (replicas:, a plugin) wrote it: say so where the line is.
                 now = _shown(_value_at(built, problem.field))
@@ -164,6 +186,9 @@ def _patches(root: str) -> list[_Patched]:
         if not parsed:
             continue
         own: list[_Patched] = []
+        for key in NAME_CHANGES:  # kustomize writes these into every name, the intent's included
+            if isinstance(data.get(key), str) and data[key]:
+                own.append(_Patched("metadata.name", display_path(kustomization), parsed[0].line_of(key), "", "", key))
         for key in intents.PATCH_FIELDS:
             entries = data.get(key)
             for i, entry in enumerate(entries if isinstance(entries, list) else []):
