@@ -307,6 +307,30 @@ def test_a_name_too_long_after_the_overlays_name_prefix_is_reported_at_the_prefi
     assert line.endswith(f"(set by this overlay's namePrefix; jobs/wide-deep.yaml:{name_line} has wide-deep)"), line
 
 
+def test_a_misplaced_profile_is_named_as_misplaced_not_as_a_build_without_jobs(tmp_path):
+    """A profile under generators: (run before the resources exist: the jobs would pass through unexpanded) or a
+    second profile after the first (it sees only generated objects): each said as it is, even with allowNoJobs,
+    whose advice would let the jobs through unchecked."""
+    (tmp_path / ".git").mkdir()
+    overlay = tmp_path / "overlays" / "x"
+    overlay.mkdir(parents=True)
+    (overlay / "cluster-profile.yaml").write_text(yaml.safe_dump({**PROFILE, "spec": {**PROFILE["spec"], "allowNoJobs": True}}))
+    (overlay / "kustomization.yaml").write_text("resources:\n- ../../jobs\ngenerators:\n- cluster-profile.yaml\n")
+    profile = pipeline.load_profile(str(overlay / "cluster-profile.yaml"))
+    _, problems = krm.expand_items([], profile, str(overlay))
+    [line] = [p.format() for p in problems]
+    assert line.startswith("overlays/x/kustomization.yaml:4: generators: ClusterProfile seed-80c is listed under "
+                           "generators:"), line
+    assert line.endswith("list it under transformers:"), line
+    (overlay / "kustomization.yaml").write_text("resources:\n- ../../jobs\ntransformers:\n- first.yaml\n"
+                                                "- cluster-profile.yaml\n")
+    generated, _ = krm.expand_items([_intent()], pipeline.profile_from(PROFILE), str(overlay))
+    _, problems = krm.expand_items(generated, profile, str(overlay))
+    [line] = [p.format() for p in problems]
+    assert line.startswith("overlays/x/kustomization.yaml:5: transformers: ClusterProfile seed-80c found only "
+                           "objects tfjobgen already made"), line
+
+
 @pytest.mark.slow  # a Python process of its own: sys.modules is only clean in a fresh one
 def test_the_krm_function_and_the_command_line_import_no_cluster_client():
     """The Kubernetes client (and rich) load only when `tfjobgen status` or `cluster` runs: the KRM function

@@ -26,6 +26,7 @@ import os
 import re
 import sys
 
+from ..concerns import labels
 from ..inputs import intents, source
 from ..inputs.intents import Intent
 from ..inputs.problems import ERROR, InvalidInput, Problem, has_errors
@@ -76,12 +77,41 @@ def _with_sources(found: list[Intent], root: str) -> list[Intent]:
     return placed
 
 
+def _misplaced(items: list, profile, root: str) -> Problem | None:
+    """Why a build gave the function no intent, when the kustomization at root says it: the profile listed under
+    `generators:` (kustomize runs those before the resources are read: every job would pass through as it is),
+    or a second profile run on objects the first already generated."""
+    from . import locate
+
+    listed = locate.profile_listings(root, profile.name)
+    if "generators" in listed:
+        return Problem(f"ClusterProfile {profile.name} is listed under generators:, which kustomize runs before it "
+                       "reads the resources, so the TrainingJobs would pass through unexpanded and unchecked: list "
+                       "it under transformers:", "generators", file=listed["generators"][0], line=listed["generators"][1])
+    if any(_generated(item) for item in items):
+        where = listed.get("transformers", ("", 0))
+        return Problem(f"ClusterProfile {profile.name} found only objects tfjobgen already made: another profile ran "
+                       "before it in this build (one overlay, one cluster, one profile under transformers:): keep one",
+                       "transformers", file=where[0], line=where[1])
+    return None
+
+
+def _generated(item) -> bool:
+    """An object tfjobgen made (its job label): parsed, or a document the legacy plugin passed through as text."""
+    if isinstance(item, str):
+        return f"{labels.JOB}:" in item
+    meta = item.get("metadata") if isinstance(item, dict) and isinstance(item.get("metadata"), dict) else {}
+    return isinstance(meta.get("labels"), dict) and bool(meta["labels"].get(labels.JOB))
+
+
 def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     """Replace each intent among `items` by its objects; everything else passes through untouched."""
     positions = [i for i, item in enumerate(items) if intents.is_intent(item)]
     found = [_intent(items[i]) for i in positions]
-    if not found and not profile.allow_no_jobs:
-        return items, [pipeline.no_jobs(len(items))]
+    if not found:
+        misplaced = _misplaced(items, profile, root)  # said whatever allowNoJobs says: jobs would pass unchecked
+        if misplaced or not profile.allow_no_jobs:
+            return items, [misplaced or pipeline.no_jobs(len(items))]
     taken = set(positions)
     others = [item for i, item in enumerate(items) if i not in taken]
     expansion = pipeline.expand(found, profile, others)

@@ -114,6 +114,23 @@ def find_profile(root: str, name: str) -> tuple[str, source.Document] | None:
     return None
 
 
+def profile_listings(root: str, name: str) -> dict[str, tuple[str, int]]:
+    """Where the kustomization in root lists ClusterProfile `name`: {"transformers" or "generators": (its file as
+    the user knows it, the line of the entry)}."""
+    data = intents.read_kustomization(root)
+    kustomization = intents.kustomization_file(root)
+    parsed = _documents(kustomization) if kustomization else []
+    found = {}
+    for key in ("transformers", "generators"):
+        entries = data.get(key) if isinstance(data, dict) else None
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            candidate = os.path.normpath(os.path.join(root, entry)) if isinstance(entry, str) else ""
+            if os.path.isfile(candidate) and any(intents.kind_of(d.data) == "profile" and
+                                                 intents.ref_of(d.data).name == name for d in _documents(candidate)):
+                found[key] = (display_path(kustomization), parsed[0].line_of(f"{key}[{i}]") if parsed else 0)
+    return found
+
+
 def _documents(path: str) -> list[source.Document]:
     """The documents of a file, none when it cannot be read or parsed (its own build reports that)."""
     try:
