@@ -73,6 +73,29 @@ def test_warnings_do_not_fail(tmp_path):
     assert "job.yaml:8: warning: spec.starServer: starServer settings only apply" in proc.stderr
 
 
+def test_documents_beside_a_job_in_a_named_file_are_said_not_dropped(tmp_path):
+    """A named job file also holding a ConfigMap (or a profile): tfjobgen reads only the job, and says so."""
+    profile = "apiVersion: tfjobgen.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec: {}\n"
+    (tmp_path / "job.yaml").write_text(GOOD + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\n---\n"
+                                       + profile)
+    proc = run_tfjobgen("validate", "job.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "job.yaml:14: warning: ConfigMap extra is not a TrainingJob: tfjobgen reads only the jobs of this file and " \
+           "passes over it" in proc.stderr
+    assert "job.yaml:18: warning: ClusterProfile p is not a TrainingJob" in proc.stderr and "name it with --profile" \
+        in proc.stderr
+
+
+def test_training_settings_beside_a_command_of_ones_own_are_said_to_do_nothing(tmp_path):
+    (tmp_path / "job.yaml").write_text(job(**{IMAGE: IMAGE + "\n  command: [python, train.py]\n  training: {steps: 10}"}))
+    proc = run_tfjobgen("validate", "job.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "job.yaml:9: warning: spec.training: spec.training configures tfjobgen's own runtime, which does not " \
+           "run when spec.command is set" in proc.stderr
+    (tmp_path / "job.yaml").write_text(job(**{IMAGE: IMAGE + "\n  command: [python, train.py]"}))
+    assert "spec.training" not in run_tfjobgen("validate", "job.yaml", cwd=tmp_path).stderr
+
+
 def test_usage_errors_exit_2(tmp_path):
     assert run_tfjobgen("validate", "missing.yaml", cwd=tmp_path).returncode == 2
     assert run_tfjobgen("frobnicate", cwd=tmp_path).returncode == 2

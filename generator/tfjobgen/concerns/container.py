@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..inputs.problems import Problem
+from ..inputs.problems import WARNING, Problem
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
 from ..shared import contract
@@ -90,6 +90,13 @@ def pod_security_context(profile: ClusterProfile) -> dict:
 def check(job: TrainingJob) -> list[Problem]:
     if job.command is None:
         return []
+    ignored = [Problem("spec.training configures tfjobgen's own runtime, which does not run when spec.command is set: "
+                       "your program gets none of it; remove spec.training, or remove spec.command to run the runtime",
+                       "spec.training", severity=WARNING)] if "training" in job.written else []
+    return ignored + _command_problems(job)
+
+
+def _command_problems(job: TrainingJob) -> list[Problem]:
     program = job.command[0].rsplit("/", 1)[-1]
     if program in _SHELLS and any(arg in ("-c", "-lc", "-ec") for arg in job.command[1:] + job.args):
         return [Problem(

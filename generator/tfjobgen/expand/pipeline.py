@@ -21,7 +21,7 @@ from ..concerns import container, environment, gang, jobplan, labels, lifecycle,
 from ..inputs import intents, schema, source, trainingjob
 from ..inputs import profile as profile_rules
 from ..inputs.intents import Intent
-from ..inputs.problems import InvalidInput, Problem, ResourceRef, has_errors
+from ..inputs.problems import WARNING, InvalidInput, Problem, ResourceRef, has_errors
 from ..inputs.profile import KIND as PROFILE_KIND
 from ..inputs.profile import ClusterProfile, ProfileSource, cluster_profile, default_profile
 from . import emit
@@ -47,11 +47,29 @@ def load_intents(paths: list[str], relative_to: str | None = None) -> tuple[list
             these = [Intent(d.data, shown, d) for d in documents if intents.is_intent(d.data)]
             if named and not these:
                 problems.append(_no_intent_in(shown, documents))
+            elif named and len(these) < len(documents):
+                problems += _passed_over(shown, documents)
             found += these
     return found, problems
 
 
 _JOB_FILE = f"a job file has apiVersion: {trainingjob.API_VERSION} and kind: {trainingjob.KIND}"
+
+
+def _passed_over(file: str, documents: list[source.Document]) -> list[Problem]:
+    """Documents beside the intents of a file named on the command line: said, as tfjobgen uses only the intents
+    (kustomize, reading the same file as a resource, passes them through)."""
+    problems = []
+    for document in documents:
+        if intents.is_intent(document.data):
+            continue
+        ref = intents.ref_of(document.data)
+        held = " ".join(part for part in (ref.kind or "a document without kind", ref.name) if part)
+        advice = ("name it with --profile" if intents.kind_of(document.data) == "profile" else
+                  "kustomize build passes it through; give it a file of its own to keep the job file to jobs")
+        problems.append(Problem(f"{held} is not a TrainingJob: tfjobgen reads only the jobs of this file and "
+                                f"passes over it; {advice}", file=file, line=document.line_of("kind"), severity=WARNING))
+    return problems
 
 
 def _no_intent_in(file: str, documents: list[source.Document]) -> Problem:
@@ -169,7 +187,8 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[trainingjob.Train
     problems = schema.check(intent.data, schema.TRAINING_JOB, intent.document.written if intent.document else {})
     if problems:
         return None, [intent.locate(p) for p in problems]
-    job = trainingjob.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB))
+    job = trainingjob.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB),
+                                   frozenset(intent.data["spec"]))
     backend = backends.get(job.backend)
     problems += names.check(job, backend.naming)
     for check in (labels.check, container.check):

@@ -113,6 +113,7 @@ class TrainingJob:
     model: DeclaredModel | None = None
     tensorboard: bool = False  # spec.tensorboard.enabled
     tensorboard_log_dir: str | None = None  # spec.tensorboard.logDir (None: the runtime's modelDir)
+    written: frozenset[str] = frozenset()  # the spec fields the intent wrote itself (before the schema's defaults)
 
     @property
     def uses_star_server(self) -> bool:
@@ -161,8 +162,9 @@ def default_api(protocol: str, has_chief: bool) -> str:
     return "tf2" if has_chief and protocol not in STAR_SERVER_PROTOCOLS else "tf1"
 
 
-def training_job(document: dict) -> TrainingJob:
-    """Typed view of a schema-valid TrainingJob with defaults filled in."""
+def training_job(document: dict, written: frozenset[str] = frozenset()) -> TrainingJob:
+    """Typed view of a schema-valid TrainingJob with defaults filled in; `written`: the spec fields the intent
+    wrote, for rules about a field given where it does nothing."""
     meta, spec = document["metadata"], document["spec"]
     topology, star = spec["topology"], spec["starServer"]
     protocol = spec["protocol"]
@@ -206,4 +208,5 @@ def training_job(document: dict) -> TrainingJob:
         model=_declared_model(spec["model"]) if "model" in spec else None,
         tensorboard=spec["tensorboard"]["enabled"],
         tensorboard_log_dir=spec["tensorboard"].get("logDir"),
+        written=written,
     )
