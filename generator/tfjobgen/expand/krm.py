@@ -29,7 +29,7 @@ import sys
 from ..concerns import labels
 from ..inputs import intents, source
 from ..inputs.intents import Intent
-from ..inputs.problems import ERROR, InvalidInput, Problem, has_errors
+from ..inputs.problems import ERROR, InvalidInput, Problem, has_errors, visible
 from ..inputs.profile import ClusterProfile
 from . import emit, pipeline
 
@@ -133,7 +133,7 @@ def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
 
 def _result(problem: Problem, indexes: dict | None = None) -> dict:
     """A KRM result (kpt's format: resourceRef, field {path}, file {path, index}, tags); the line goes in tags."""
-    entry: dict = {"message": problem.message, "severity": problem.severity}
+    entry: dict = {"message": visible(problem.message), "severity": problem.severity}  # escapes what cannot be seen
     if problem.ref:
         ref = problem.ref
         entry["resourceRef"] = {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name}

@@ -14,6 +14,42 @@ ERROR = "error"
 WARNING = "warning"
 
 
+_NAMES = {"\ufeff": "BYTE ORDER MARK", "\t": "TAB", "\x00": "NULL"}
+
+
+def _invisible(char: str) -> bool:
+    """A character a terminal shows as nothing, or as a plain space: controls, format characters (zero-width
+    spaces, joiners, the byte-order mark) and every space but U+0020."""
+    import unicodedata  # only for text that is not plain printable ASCII
+
+    return char != " " and unicodedata.category(char) in ("Cc", "Cf", "Zs", "Zl", "Zp", "Co", "Cn")
+
+
+def invisible_characters(text: str) -> list[str]:
+    """The distinct invisible characters of `text`, in order."""
+    if text.isascii() and text.isprintable():
+        return []
+    return list(dict.fromkeys(c for c in text if _invisible(c)))
+
+
+def visible(text: str) -> str:
+    """`text` with each invisible character escaped (\\u200b, \\t) and named once at the end, so a message
+    shows what is there: "ok\\u200b" (\\u200b is U+200B ZERO WIDTH SPACE, which cannot be seen)."""
+    found = invisible_characters(text)
+    if not found:
+        return text
+    import unicodedata
+
+    def escaped(char: str) -> str:
+        return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}.get(char) or (
+            f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
+
+    shown = "".join(escaped(c) if c in found else c for c in text)
+    names = "; ".join(f"{escaped(c)} is U+{ord(c):04X} {_NAMES.get(c) or unicodedata.name(c, 'a control character')}"
+                      for c in found)
+    return f"{shown} ({names}, which cannot be seen)"
+
+
 @dataclass(frozen=True)
 class ResourceRef:
     """Which object a problem is about (the KRM `resourceRef`)."""
@@ -57,7 +93,7 @@ class Problem:
         if where and self.line:
             where = f"{where}:{self.line}"
         parts = [p for p in (where, "warning" if self.severity == WARNING else "", self.field) if p]
-        return ": ".join(parts + [self.message])
+        return visible(": ".join(parts + [self.message]))
 
 
 class InvalidInput(Exception):

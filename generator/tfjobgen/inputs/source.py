@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from .problems import InvalidInput, Problem, field_path
+from .problems import InvalidInput, Problem, field_path, invisible_characters
 from .yamlstyle import STR_TAG, Loader, plain_scalar_value
 
 MAX_FILE_BYTES = 1 << 20  # an intent or profile is a few hundred bytes; 1 MiB is generous
@@ -128,22 +128,46 @@ def parse_stream(text: str, source: str) -> list[Any]:
 def _yaml_problem(err: yaml.YAMLError, text: str, source: str) -> Problem:
     """One located line for anything libyaml refuses."""
     if isinstance(err, yaml.MarkedYAMLError):
-        return _syntax_problem(err, source)
+        return _syntax_problem(err, text, source)
     if isinstance(err, yaml.reader.ReaderError):  # a character YAML does not allow, such as a control code
         line = text[:max(err.position, 0)].count("\n") + 1
-        return Problem(f"YAML does not allow the character U+{err.character:04X}" if isinstance(err.character, int)
+        return Problem(f"YAML does not allow the character U+{err.character:04X}{_named(err.character)}"
+                       if isinstance(err.character, int)
                        else "YAML does not allow a character of this text", file=source, line=line)
     return Problem("YAML: " + " ".join(str(err).split()), file=source)
 
 
-def _syntax_problem(err: yaml.MarkedYAMLError, source: str) -> Problem:
+def _named(code: int) -> str:
+    import unicodedata
+
+    name = {0: "NULL"}.get(code) or unicodedata.name(chr(code), "")
+    return f" ({name})" if name else " (a control character)"
+
+
+def _syntax_problem(err: yaml.MarkedYAMLError, text: str, source: str) -> Problem:
     mark = err.problem_mark or err.context_mark
     if err.problem and "maximum nesting depth" in err.problem:
         # libyaml 0.2.5's scanner (in PyYAML 6.0.3+ wheels) stops at 1000 levels, before our own
         # walk reaches MAX_DEPTH: say it in our words, whichever PyYAML is installed.
         return Problem(f"nested more than {MAX_DEPTH} levels deep", file=source, line=mark.line + 1 if mark else 0)
     what = " ".join(p for p in (err.context, err.problem) if p)
-    return Problem(f"YAML syntax: {what}", file=source, line=mark.line + 1 if mark else 0)
+    lines = text.split("\n")
+    number = mark.line if mark else 0  # 0-based; libyaml often marks the line after the one at fault
+    line = lines[number] if number < len(lines) else ""
+    if "\t" in line[:len(line) - len(line.lstrip())] or "tab character" in what:
+        what = "a TAB indents this line; YAML indents with spaces only: replace the TAB with spaces"
+    else:
+        odd = next((n for n in (number, number - 1) if 0 <= n < len(lines) and
+                    invisible_characters(lines[n].replace("\t", ""))), None)
+        if odd is not None:  # a no-break space where a space was meant, say
+            import unicodedata
+
+            number = odd
+            held = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'a control character')}"
+                             for c in invisible_characters(lines[odd].replace("\t", "")))
+            what += f": this line holds {held}, which looks like a space or like nothing and is not one to YAML: " \
+                    "type a plain space there, or delete it"
+    return Problem(f"YAML syntax: {what}", file=source, line=number + 1 if mark else 0)
 
 
 def _refuse_deep_nesting(text: str, source: str) -> None:
