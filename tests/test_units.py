@@ -106,3 +106,23 @@ def test_label_keys_follow_kubernetes(key, valid, tmp_path):
             f"    ps: {{replicas: 1, cpu: 1, memory: 1Gi}}\n    worker: {{replicas: 1, cpu: 1, memory: 1Gi}}\n")
     errors = [p for p in problems_of(text, tmp_path) if p.is_error]
     assert (errors == []) is valid, [p.message for p in errors]
+
+
+# ---- integers written with a decimal point ------------------------------------------------------
+
+def test_a_whole_number_written_as_a_float_is_that_integer(tmp_path):
+    """JSON Schema counts 4.0 as an integer, so the schema takes it; Kubernetes' int32 and int64 fields do
+    not (the API server cannot decode 4.0 into an integer), so the objects must say 4, as for `4`."""
+    from conftest import render
+
+    whole = (tmp_path / "whole.yaml", "replicas: 4, cpu: 2", "activeDeadlineSeconds: 3600")
+    dotted = (tmp_path / "dotted.yaml", "replicas: 4.0, cpu: 2", "activeDeadlineSeconds: 3.6e3")
+    rendered = []
+    for path, worker, deadline in (whole, dotted):
+        path.write_text("apiVersion: tfjobgen.dev/v1alpha1\nkind: TrainingJob\nmetadata: {name: t, namespace: t}\n"
+                        "spec:\n  image: x/y:1\n  command: [python, t.py]\n"
+                        f"  failurePolicy: {{{deadline}}}\n  roles:\n"
+                        f"    ps: {{replicas: 1, cpu: 1, memory: 1Gi}}\n    worker: {{{worker}, memory: 1Gi}}\n")
+        rendered.append(render(path))
+    assert rendered[0] == rendered[1]
+    assert all(type(job["spec"]["activeDeadlineSeconds"]) is int for job in rendered[1] if job["kind"] == "Job")
