@@ -24,6 +24,28 @@ _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _SHELL_SYNTAX = re.compile(r"[;&|`$<>(){}\n*?~]|\s")
 
 
+# Linux's MAX_ARG_STRLEN: 32 pages (4 KiB each) for one argv or environment string, its NUL included; execve
+# refuses a longer one with E2BIG, and the container never starts (limits.py holds the environment to it).
+ARG_STRING_MAX = 32 * 4096
+
+
+def string_problem(value: str, at: str, env_name: str | None = None) -> Problem | None:
+    """What keeps `value` from being one argument of a process (or, with `env_name`, the value of that
+    environment variable), None when it can be one: execve takes C strings, each within MAX_ARG_STRLEN."""
+    what = "environment variable" if env_name else "argument"
+    if "\0" in value:
+        return Problem(f"has a NUL character (\\0), which no {what} can hold: the container runtime refuses it "
+                       "and the pod never starts", at)
+    size = len((f"{env_name}={value}" if env_name else value).encode("utf-8", "surrogatepass")) + 1
+    if size > ARG_STRING_MAX:
+        shown = f"{env_name}=... is" if env_name else "this argument is"
+        kind = "environment string" if env_name else "argument"
+        return Problem(f"{shown} {size:,} bytes; Linux refuses one {kind} over {ARG_STRING_MAX:,} bytes "
+                       "(MAX_ARG_STRLEN), so no container could start: pass it in a file (a ConfigMap, a volume) "
+                       "and give the path", at)
+    return None
+
+
 DOCKER_HUB_OFFICIAL = "library"  # Docker Hub's path for single-name images (ubuntu is library/ubuntu)
 
 
@@ -88,6 +110,24 @@ def pod_security_context(profile: ClusterProfile) -> dict:
 
 
 def check(job: TrainingJob) -> list[Problem]:
+    return _check_strings(job) + _check_shell(job)
+
+
+def _check_strings(job: TrainingJob) -> list[Problem]:
+    """Every string execve gets as it is written: the command line, env values, the Hadoop paths."""
+    found = [string_problem(value, f"spec.{key}[{i}]")
+             for key, values in (("command", job.command or ()), ("args", job.args)) for i, value in enumerate(values)]
+    lists = [("spec.env", job.env)] + [(f"spec.roles.{role.name}.env", role.env) for role in job.roles.values()]
+    found += [string_problem(entry["value"], f"{where}[{i}].value", entry["name"])
+              for where, entries in lists for i, entry in enumerate(entries) if "value" in entry]
+    if job.hadoop is not None:  # HADOOP_HOME, JAVA_HOME, and both in LD_LIBRARY_PATH
+        found += [string_problem(value, f"spec.hadoop.{key}", "LD_LIBRARY_PATH")
+                  for key, value in (("home", job.hadoop.home), ("javaHome", job.hadoop.java_home))]
+        found += [string_problem(job.hadoop.user or "", "spec.hadoop.user", "HADOOP_USER_NAME")]
+    return [problem for problem in found if problem]
+
+
+def _check_shell(job: TrainingJob) -> list[Problem]:
     if job.command is None:
         return []
     program = job.command[0].rsplit("/", 1)[-1]

@@ -32,21 +32,29 @@ from ..inputs.problems import WARNING, Problem
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
 from ..shared import contract
-from . import environment, pods
+from . import container, environment, pods
 from .names import Naming
 
-ENV_STRING_MAX = 32 * 4096  # MAX_ARG_STRLEN: one NAME=value string, its NUL included
+ENV_STRING_MAX = container.ARG_STRING_MAX  # MAX_ARG_STRLEN: one NAME=value string, its NUL included
 ENVIRONMENT_MAX = (8 << 20) // 4  # argv + environment: a quarter of an 8 MiB stack limit
 ENVIRONMENT_ROOM = 64 << 10  # kept free for the image's own variables and the command line
 CONFIG_MAP_MAX = 1 << 20  # the API server's limit on a ConfigMap's values
 _APPLY_METADATA = 1024  # what the last-applied copy adds beyond the data: metadata and labels
 
 
+# The environment strings that hold the cluster spec: they grow with the tasks. Any other string too long for
+# Linux is one field's, named here (a value of spec.env is refused where it is written: container.check).
+_GROWS_WITH_TASKS = (contract.TF_CONFIG, contract.CLUSTER_ENV)
+_FIELD_OF = {contract.TRAINING_ENV: "spec.training"}
+_REMEDY_OF = {contract.TRAINING_ENV: "the runtime's settings travel in it as JSON: list fewer data paths (a glob "
+                                     "matches many: hdfs://.../part-*)"}
+
+
 @dataclasses.dataclass(frozen=True)
 class Sizes:
     env_string: int  # the longest NAME=value string of any pod, NUL included
     env_string_name: str  # which variable that is
-    environment: int  # all NAME=value strings of the largest pod
+    environment: int  # all NAME=value strings of the largest pod, and its command line (execve counts both)
     config_map: int  # the job's ConfigMap: its values
     last_applied: int  # the ConfigMap as client-side apply would copy it into an annotation
 
@@ -77,6 +85,7 @@ def sizes(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> Sizes:
         if strings[name] > longest:
             longest, longest_name = strings[name], name
         largest = max(largest, sum(strings.values()))
+    largest += sum(len(arg.encode("utf-8", "surrogatepass")) + 1 for arg in container.command(job) + list(job.args))
     data = {contract.CLUSTER_KEY: cluster_text}
     if job.uses_star_server:
         data[contract.ENDPOINT_MAP_KEY] = environment.endpoint_map(job, profile, cluster)
@@ -110,7 +119,7 @@ def check(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[Pro
          f"{found.env_string_name} of a pod would be {found.env_string:,} bytes; Linux refuses one environment "
          f"string over {ENV_STRING_MAX:,} bytes (MAX_ARG_STRLEN), so no container could start"),
         ("environment", ENVIRONMENT_MAX - ENVIRONMENT_ROOM,
-         f"a pod's environment would be {found.environment:,} bytes; Linux refuses more than {ENVIRONMENT_MAX:,} "
+         f"a pod's environment and command line would be {found.environment:,} bytes; Linux refuses more than {ENVIRONMENT_MAX:,} "
          f"for the command line and environment together (a quarter of the usual 8 MiB stack limit), and the "
          f"image's own variables need room too"),
         ("config_map", CONFIG_MAP_MAX,
@@ -118,6 +127,10 @@ def check(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[Pro
          f"{CONFIG_MAP_MAX:,}"),
     ]
     problems = []
+    if found.env_string > ENV_STRING_MAX and found.env_string_name not in _GROWS_WITH_TASKS:
+        # a string that does not grow with the tasks: fewer workers would not help, its field must change
+        at = _FIELD_OF.get(found.env_string_name, "spec.env")
+        return [Problem(f"{limits[0][2]}: {_REMEDY_OF.get(found.env_string_name, 'shorten it')}", at)]
     for attribute, limit, message in limits:
         if getattr(found, attribute) <= limit:
             continue
