@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ..inputs import image_reference
 from ..inputs.problems import Problem
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
@@ -110,7 +111,23 @@ def pod_security_context(profile: ClusterProfile) -> dict:
 
 
 def check(job: TrainingJob) -> list[Problem]:
-    return _check_strings(job) + _check_shell(job)
+    return _check_image(job.image) + _check_strings(job) + _check_shell(job)
+
+
+def _check_image(reference: str, mirror: str = "") -> list[Problem]:
+    wrong = image_reference.reference_problem(reference)
+    if not wrong:
+        return []
+    where = f" (spec.image on the profile's mirror {mirror})" if mirror else ""
+    return [Problem(f"'{reference}'{where} is not an image reference the kubelet can pull: {wrong}", "spec.image")]
+
+
+def check_image(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
+    """The reference pods really get: on the profile's mirror, it must still parse (and fit 255 characters)."""
+    mirrored = image(job, profile)
+    if mirrored == job.image or image_reference.reference_problem(job.image):  # the latter said by check
+        return []
+    return _check_image(mirrored, profile.image_registry)
 
 
 def _check_strings(job: TrainingJob) -> list[Problem]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from . import kubernetes_syntax, quantity, schema, source
+from . import image_reference, kubernetes_syntax, quantity, schema, source
 from .problems import Problem
 from .trainingjob import API_VERSION
 
@@ -278,6 +278,10 @@ def _strings(profile: ClusterProfile) -> list[Problem]:
             what = "a LocalQueue" if gang.scheduler == "kueue" else "a Volcano Queue"
             problems.append(Problem(f"'{gang.queue}' is not valid: {what} is named by a DNS subdomain ({wrong})",
                                     "spec.gang.queue"))
+    wrong = image_reference.registry_problem(profile.image_registry) if profile.image_registry else ""
+    if wrong:
+        problems.append(Problem(f"'{profile.image_registry}' is not a registry every image can be pulled from: "
+                                f"{wrong}", "spec.imageRegistry"))
     if profile.gpu is not None and "/" not in profile.gpu.resource:
         problems.append(Problem(f"'{profile.gpu.resource}' is not an extended resource name: Kubernetes wants one "
                                 "with a domain prefix, such as nvidia.com/gpu", "spec.gpu.resource"))
