@@ -172,3 +172,30 @@ def test_an_image_too_long_on_the_mirror_is_refused(tmp_path):
                                            "metadata: {name: p}\nspec: {imageRegistry: mirror.example.com/hub}\n")
     [problem] = [p for p in problems_of(text, tmp_path, profile=str(tmp_path / "profile.yaml")) if p.is_error]
     assert problem.field == "spec.image" and "on the profile's mirror" in problem.message and "at most 255" in problem.message
+
+
+# ---- the profile's strings as their consumers read them ------------------------------------------------
+
+@pytest.mark.parametrize("name, wrong", [
+    ("nvidia.com/gpu", ""), ("amd.com/gpu", ""), ("example.com/Fpga_1", ""),
+    ("gpu", "no domain prefix"), ("kubernetes.io/gpu", "kubernetes.io/"), ("gpu.kubernetes.io/a100", "kubernetes.io/"),
+    ("requests.nvidia.com/gpu", "'requests.'"), ("nvidia..com/gpu", "not a DNS subdomain"),
+    ("nvidia.com/", "characters"), ("x" * 245 + ".io/gpu", "at most 244"),
+])
+def test_gpu_resources_are_extended_resource_names(name, wrong):
+    from tfjobgen.inputs import kubernetes_syntax
+
+    found = kubernetes_syntax.extended_resource_problem(name)
+    assert (wrong in found and found) if wrong else found == "", found
+
+
+@pytest.mark.parametrize("text, nanoseconds", [
+    ("30s", 30 * 10**9), ("1m30s", 90 * 10**9), ("1h", 3600 * 10**9), ("500ms", 5 * 10**8), ("0", 0), ("0s", 0),
+    ("1y2w3d4h5m6s7ms", ((((365 + 17) * 24 + 4) * 60 + 5) * 60 + 6) * 10**9 + 7 * 10**6),
+    ("", None), ("30", None), ("30 s", None), ("1s1m", None), ("1.5m", None), ("30sec", None), ("-1s", None),
+])
+def test_scrape_intervals_are_prometheus_durations(text, nanoseconds):
+    from tfjobgen.inputs import kubernetes_syntax
+
+    assert kubernetes_syntax.duration_ns(text) == nanoseconds
+    assert kubernetes_syntax.duration_problem("106751d") == "" and kubernetes_syntax.duration_problem("106752d") != ""
