@@ -184,3 +184,35 @@ def test_storage_the_pods_cannot_reach_is_a_warning(tmp_path):
     assert warning.field == "spec.training.modelDir" and "cannot read checkpoints" in warning.message
     shared = evaluator + "  training: {modelDir: 'gs://bucket/x'}\n"
     assert problems_of(shared, tmp_path) == []
+
+
+@pytest.mark.parametrize("polling", ["psPolling", "workerPolling"])
+def test_polling_network_threads_by_default_leave_a_core_to_the_task(polling, tmp_path):
+    """8-CPU PS (and 2-CPU workers) that poll, no network cores written: tfjobgen's own defaults must be valid,
+    and leave TensorFlow's pools a core the polling threads do not spin on."""
+    path = tmp_path / "star.yaml"
+    path.write_text(f"""apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata: {{name: t, namespace: t}}
+spec:
+  image: x/y:1
+  protocol: star_server
+  starServer: {{{polling}: true}}
+  roles:
+    ps: {{replicas: 2, cpu: 8, memory: 8Gi}}
+    worker: {{replicas: 16, cpu: 2, memory: 4Gi}}
+""")
+    assert [p.format() for p in problems_of(path.read_text(), tmp_path) if p.is_error] == []
+    role = "ps" if polling == "psPolling" else "worker"
+    pod = next(p for p in _pods_of(path) if p.role == role)
+    network = int(pod.env["NETWORK_PS_CORE_NUMBER" if role == "ps" else "NETWORK_WORKER_CORE_NUMBER"])
+    cpus = 8 if role == "ps" else 2
+    assert 1 <= network < cpus and pod.env["TF_NUM_INTRAOP_THREADS"] == str(cpus - network)
+
+
+def test_worker_network_threads_that_poll_every_core_are_refused(tmp_path):
+    text = _small_job(tmp_path, "{replicas: 3, cpu: 2, memory: 1Gi}",
+                      "  protocol: star_server\n  starServer: {workerPolling: true, workerNetworkCores: 2}\n",
+                      api="tf1").read_text().replace("qos: shared", "qos: cpuset")
+    [error] = [p for p in problems_of(text, tmp_path) if p.is_error]
+    assert error.field == "spec.starServer.workerNetworkCores" and "all 2 worker CPUs" in error.message

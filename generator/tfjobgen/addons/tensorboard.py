@@ -38,8 +38,11 @@ def check(job: TrainingJob, profile) -> list[Problem]:
     if directory is None:
         return [Problem("a program of your own says where it writes summaries: set spec.tensorboard.logDir",
                         "spec.tensorboard.logDir")]
+    at = "spec.tensorboard.logDir" if job.tensorboard_log_dir else "spec.training.modelDir"
+    wrong = container.string_problem(directory, at)  # TensorBoard's --logdir
+    if wrong:
+        return [wrong]
     if not contract.is_shared_storage(directory):
-        at = "spec.tensorboard.logDir" if job.tensorboard_log_dir else "spec.training.modelDir"
         return [Problem(f"'{directory}' is inside the training pods' own storage, which TensorBoard's pod cannot "
                         "read: use storage every pod reaches (gs://, s3://, hdfs://)", at)]
     return []

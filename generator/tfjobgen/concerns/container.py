@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ..inputs import image_reference
 from ..inputs.problems import WARNING, Problem
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
@@ -22,6 +23,28 @@ from .names import Naming
 PULL_POLICY = "Always"
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _SHELL_SYNTAX = re.compile(r"[;&|`$<>(){}\n*?~]|\s")
+
+
+# Linux's MAX_ARG_STRLEN: 32 pages (4 KiB each) for one argv or environment string, its NUL included; execve
+# refuses a longer one with E2BIG, and the container never starts (limits.py holds the environment to it).
+ARG_STRING_MAX = 32 * 4096
+
+
+def string_problem(value: str, at: str, env_name: str | None = None) -> Problem | None:
+    """What keeps `value` from being one argument of a process (or, with `env_name`, the value of that
+    environment variable), None when it can be one: execve takes C strings, each within MAX_ARG_STRLEN."""
+    what = "environment variable" if env_name else "argument"
+    if "\0" in value:
+        return Problem(f"has a NUL character (\\0), which no {what} can hold: the container runtime refuses it "
+                       "and the pod never starts", at)
+    size = len((f"{env_name}={value}" if env_name else value).encode("utf-8", "surrogatepass")) + 1
+    if size > ARG_STRING_MAX:
+        shown = f"{env_name}=... is" if env_name else "this argument is"
+        kind = "environment string" if env_name else "argument"
+        return Problem(f"{shown} {size:,} bytes; Linux refuses one {kind} over {ARG_STRING_MAX:,} bytes "
+                       "(MAX_ARG_STRLEN), so no container could start: pass it in a file (a ConfigMap, a volume) "
+                       "and give the path", at)
+    return None
 
 
 DOCKER_HUB_OFFICIAL = "library"  # Docker Hub's path for single-name images (ubuntu is library/ubuntu)
@@ -88,15 +111,51 @@ def pod_security_context(profile: ClusterProfile) -> dict:
 
 
 def check(job: TrainingJob) -> list[Problem]:
+    return _training_ignored(job) + _check_image(job.image) + _check_strings(job) + _check_shell(job)
+
+
+def _training_ignored(job: TrainingJob) -> list[Problem]:
+    """spec.training written beside spec.command: it configures a runtime that does not run."""
+    if job.command is None or "training" not in job.written:
+        return []
+    return [Problem("spec.training configures tfjobgen's own runtime, which does not run when spec.command is set: "
+                    "your program gets none of it; remove spec.training, or remove spec.command to run the runtime",
+                    "spec.training", severity=WARNING)]
+
+
+def _check_image(reference: str, mirror: str = "") -> list[Problem]:
+    wrong = image_reference.reference_problem(reference)
+    if not wrong:
+        return []
+    where = f" (spec.image on the profile's mirror {mirror})" if mirror else ""
+    return [Problem(f"'{reference}'{where} is not an image reference the kubelet can pull: {wrong}", "spec.image")]
+
+
+def check_image(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
+    """The reference pods really get: on the profile's mirror, it must still parse (and fit 255 characters)."""
+    mirrored = image(job, profile)
+    if mirrored == job.image or image_reference.reference_problem(job.image):  # the latter said by check
+        return []
+    return _check_image(mirrored, profile.image_registry)
+
+
+def _check_strings(job: TrainingJob) -> list[Problem]:
+    """Every string execve gets as it is written: the command line, env values, the Hadoop paths."""
+    found = [string_problem(value, f"spec.{key}[{i}]")
+             for key, values in (("command", job.command or ()), ("args", job.args)) for i, value in enumerate(values)]
+    lists = [("spec.env", job.env)] + [(f"spec.roles.{role.name}.env", role.env) for role in job.roles.values()]
+    found += [string_problem(entry["value"], f"{where}[{i}].value", entry["name"])
+              for where, entries in lists for i, entry in enumerate(entries) if "value" in entry]
+    if job.hadoop is not None:  # HADOOP_HOME, JAVA_HOME, and both in LD_LIBRARY_PATH
+        found += [string_problem(value, f"spec.hadoop.{key}", "LD_LIBRARY_PATH")
+                  for key, value in (("home", job.hadoop.home), ("javaHome", job.hadoop.java_home))]
+        found += [string_problem(job.hadoop.user or "", "spec.hadoop.user", "HADOOP_USER_NAME")]
+    return [problem for problem in found if problem]
+
+
+def _check_shell(job: TrainingJob) -> list[Problem]:
     if job.command is None:
         return []
-    ignored = [Problem("spec.training configures tfjobgen's own runtime, which does not run when spec.command is set: "
-                       "your program gets none of it; remove spec.training, or remove spec.command to run the runtime",
-                       "spec.training", severity=WARNING)] if "training" in job.written else []
-    return ignored + _command_problems(job)
-
-
-def _command_problems(job: TrainingJob) -> list[Problem]:
     program = job.command[0].rsplit("/", 1)[-1]
     if program in _SHELLS and any(arg in ("-c", "-lc", "-ec") for arg in job.command[1:] + job.args):
         return [Problem(

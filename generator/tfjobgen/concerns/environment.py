@@ -114,11 +114,17 @@ def polling_cores(job: TrainingJob, role: str) -> int:
 
 
 def star_server_cores(job: TrainingJob) -> tuple[int, int]:
-    """(PS, worker) network threads: the intent's, else min(8, connections) / min(2, PS), within CPUs."""
+    """(PS, worker) network threads: the intent's, else min(8, connections) / min(2, PS), within CPUs; threads
+    that poll spin on their cores, so by default they leave the task one core for TensorFlow's own work."""
     star = job.star_server
+
+    def room(role: str, polling: bool) -> int:
+        budget = qos.cpu_budget(job, role)
+        return budget - 1 if polling and budget > 1 else budget
+
     connections_per_ps = sum(job.roles[r].replicas for r in contract.TRAINER_ROLES if r in job.roles)
-    ps_cores = star.ps_network_cores or min(8, connections_per_ps, qos.cpu_budget(job, "ps"))
-    worker_cores = star.worker_network_cores or min(2, job.roles["ps"].replicas, qos.cpu_budget(job, "worker"))
+    ps_cores = star.ps_network_cores or min(8, connections_per_ps, room("ps", star.ps_polling))
+    worker_cores = star.worker_network_cores or min(2, job.roles["ps"].replicas, room("worker", star.worker_polling))
     return ps_cores, worker_cores
 
 
@@ -313,6 +319,10 @@ def _check_star_server(job: TrainingJob) -> list[Problem]:
         problems.append(Problem(
             f"{ps_cores} polling network threads would take all {ps_cpus} PS CPUs: lower psNetworkCores "
             "or give the PS more CPUs", "spec.starServer.psNetworkCores"))
+    if star.worker_polling and worker_cores >= worker_cpus:
+        problems.append(Problem(
+            f"{worker_cores} polling network threads would take all {worker_cpus} worker CPUs, leaving none to "
+            "compute: lower workerNetworkCores or give the workers more CPUs", "spec.starServer.workerNetworkCores"))
     for flag, field in ((star.pin_ps_cores, "pinPsCores"), (star.pin_worker_cores, "pinWorkerCores")):
         if flag and job.qos != "cpuset":
             problems.append(Problem("pinning network threads needs exclusive cores: set spec.qos: cpuset",

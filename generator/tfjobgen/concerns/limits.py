@@ -34,10 +34,10 @@ from ..inputs.problems import WARNING, Problem, field_path
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
 from ..shared import contract
-from . import environment, pods
+from . import container, environment, pods
 from .names import Naming
 
-ENV_STRING_MAX = 32 * 4096  # MAX_ARG_STRLEN: one NAME=value string, its NUL included
+ENV_STRING_MAX = container.ARG_STRING_MAX  # MAX_ARG_STRLEN: one NAME=value string, its NUL included
 ENVIRONMENT_MAX = (8 << 20) // 4  # argv + environment: a quarter of an 8 MiB stack limit
 ENVIRONMENT_ROOM = 64 << 10  # kept free for the image's own variables and the command line
 CONFIG_MAP_MAX = 1 << 20  # the API server's limit on a ConfigMap's values
@@ -49,7 +49,7 @@ class Sizes:
     env_string: int  # the longest NAME=value string of any pod, NUL included
     env_string_name: str  # which variable that is
     env_string_role: str  # in which role's pods
-    environment: int  # all NAME=value strings of the largest pod
+    environment: int  # all NAME=value strings of the largest pod, and its command line (execve counts both)
     environment_role: str  # which role's pod that is
     config_map: int  # the job's ConfigMap: its values
     last_applied: int  # the ConfigMap as client-side apply would copy it into an annotation
@@ -90,6 +90,7 @@ def sizes(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> Sizes:
             longest, longest_name, longest_role = strings[name], name, role
         if sum(strings.values()) > largest:
             largest, largest_role = sum(strings.values()), role
+    largest += sum(len(arg.encode("utf-8", "surrogatepass")) + 1 for arg in container.command(job) + list(job.args))
     data = {contract.CLUSTER_KEY: cluster_text}
     if job.uses_star_server:
         data[contract.ENDPOINT_MAP_KEY] = environment.endpoint_map(job, profile, cluster)
@@ -176,8 +177,8 @@ def check(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[Pro
          f"{found.env_string_name} of a pod would be {found.env_string:,} bytes; Linux refuses one environment "
          f"string over {ENV_STRING_MAX:,} bytes (MAX_ARG_STRLEN), so no container could start"),
         ("environment", ENVIRONMENT_MAX - ENVIRONMENT_ROOM,
-         f"a pod's environment would be {found.environment:,} bytes; Linux refuses more than {ENVIRONMENT_MAX:,} "
-         f"for the command line and environment together (a quarter of the usual 8 MiB stack limit), and the "
+         f"a pod's environment and command line would be {found.environment:,} bytes; Linux refuses more than "
+         f"{ENVIRONMENT_MAX:,} for the command line and environment together (a quarter of the usual 8 MiB stack limit), and the "
          f"image's own variables need room too"),
         ("config_map", CONFIG_MAP_MAX,
          f"the job's ConfigMap would hold {found.config_map:,} bytes; the API server refuses more than "

@@ -1,6 +1,7 @@
 """Kubernetes' own rules for the strings it keys objects by: label and annotation keys, label values,
 DNS subdomains, tolerations (k8s.io/apimachinery's validation, and ValidateTolerations in
-k8s.io/kubernetes pkg/apis/core).
+k8s.io/kubernetes pkg/apis/core), extended resource names (pkg/apis/core/helper), the PriorityClasses
+the system keeps, and the durations of monitoring.coreos.com objects (Prometheus' duration grammar).
 
 Their one home: the intent's labels and annotations (labels.check) and every string of the
 profile that becomes a label, a node selector, a toleration or an object name (profile.check)
@@ -42,6 +43,8 @@ def dns_subdomain_problem(name: str) -> str:
     """What keeps `name` from being a DNS subdomain (RFC 1123, as object names are), "" when it is one."""
     if len(name) > PREFIX_MAX:
         return f"it has {len(name)} characters; at most {PREFIX_MAX}"
+    if name and "" in name.split("."):
+        return "it has an empty label (two dots, or a dot at an end)"
     if not _DNS_SUBDOMAIN.match(name):
         return "it has characters other than lower-case letters, digits, '-' and '.', or does not start and end " \
                "with a letter or digit"
@@ -91,3 +94,64 @@ def check_tolerations(tolerations: tuple[dict, ...] | list[dict], *at: str) -> l
             problems.append(Problem("tolerationSeconds applies only to effect NoExecute: set that effect, or remove "
                                     "tolerationSeconds", field_path(*at, index, "tolerationSeconds")))
     return problems
+
+
+def extended_resource_problem(name: str) -> str:
+    """What keeps `name` from being an extended resource a container may request (validateContainerResourceName
+    and helper.IsExtendedResourceName), "" when it is one."""
+    prefix, slash, _ = name.partition("/")
+    if not slash:
+        return "it has no domain prefix, such as nvidia.com/gpu: a name without one is Kubernetes' own (cpu, memory)"
+    if "kubernetes.io/" in name:
+        return "names in kubernetes.io/ are Kubernetes' own resources, not a device plugin's"
+    if name.startswith("requests."):
+        return "a name starting with 'requests.' is a ResourceQuota's, not a resource"
+    wrong = key_name_problem(name, lower_prefix=False)
+    if wrong:
+        return wrong
+    if len("requests." + prefix) > PREFIX_MAX:  # quotas name it requests.<name>: that must be a qualified name too
+        return f"its prefix is {len(prefix)} characters; at most {PREFIX_MAX - len('requests.')}"
+    return ""
+
+
+# PriorityClasses the API server creates itself; it refuses to create any other named system-*.
+SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+
+
+def priority_class_problem(name: str) -> str:
+    """What keeps training pods from naming PriorityClass `name`, "" when nothing does."""
+    if name in SYSTEM_PRIORITY_CLASSES:
+        return ("is reserved for the cluster's own components: the API server admits pods of that class only in "
+                "kube-system (or under a ResourceQuota scoped to it), and training pods that outrank the cluster "
+                "would preempt DNS and the CNI; name a class of your own")
+    if name.startswith("system-"):
+        return "cannot exist: the API server refuses to create a PriorityClass named system-*, other than its own two"
+    return ""
+
+
+_DURATION = re.compile(r"(?:([0-9]+)y)?(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?"
+                       r"(?:([0-9]+)ms)?")
+_DURATION_MS = (365 * 86_400_000, 7 * 86_400_000, 86_400_000, 3_600_000, 60_000, 1000, 1)
+DURATION_NS_MAX = (1 << 63) - 1  # Prometheus (model.Duration) and Go's time.Duration: nanoseconds in 64 bits
+
+
+def duration_ns(text: str) -> int | None:
+    """A Prometheus duration (common/model ParseDuration; the Prometheus Operator's Duration) in nanoseconds,
+    None when `text` is not one."""
+    match = _DURATION.fullmatch(text)
+    if text == "0":
+        return 0
+    if not text or not match:
+        return None
+    return sum(int(n) * ms for n, ms in zip(match.groups(), _DURATION_MS) if n) * 1_000_000
+
+
+def duration_problem(text: str) -> str:
+    """What keeps `text` from being a Prometheus duration, "" when it is one."""
+    total = duration_ns(text)
+    if total is None:
+        return ("it is not a Prometheus duration: whole numbers with units y, w, d, h, m, s, ms, largest first, "
+                "such as 30s or 1m30s")
+    if total > DURATION_NS_MAX:
+        return "it is longer than Prometheus holds (nanoseconds in 64 bits: about 292 years)"
+    return ""

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from . import kubernetes_syntax, quantity, schema, source
+from . import image_reference, kubernetes_syntax, quantity, schema, source
 from .problems import Problem
 from .trainingjob import API_VERSION, MIN_TASK_MEMORY
 
@@ -288,9 +288,28 @@ def _strings(profile: ClusterProfile) -> list[Problem]:
             what = "a LocalQueue" if gang.scheduler == "kueue" else "a Volcano Queue"
             problems.append(Problem(f"'{gang.queue}' is not valid: {what} is named by a DNS subdomain ({wrong})",
                                     "spec.gang.queue"))
-    if profile.gpu is not None and "/" not in profile.gpu.resource:
-        problems.append(Problem(f"'{profile.gpu.resource}' is not an extended resource name: Kubernetes wants one "
-                                "with a domain prefix, such as nvidia.com/gpu", "spec.gpu.resource"))
+    wrong = image_reference.registry_problem(profile.image_registry) if profile.image_registry else ""
+    if wrong:
+        problems.append(Problem(f"'{profile.image_registry}' is not a registry every image can be pulled from: "
+                                f"{wrong}", "spec.imageRegistry"))
+    wrong = kubernetes_syntax.extended_resource_problem(profile.gpu.resource) if profile.gpu is not None else ""
+    if wrong:  # every GPU container's requests and limits
+        problems.append(Problem(f"'{profile.gpu.resource}' is not an extended resource name a container may "
+                                f"request: {wrong}", "spec.gpu.resource"))
+    wrong = kubernetes_syntax.dns_subdomain_problem(profile.cluster_domain)
+    if wrong:  # the hosts of StarServer's endpoint map: <pod>.<service>.<namespace>.svc.<clusterDomain>
+        problems.append(Problem(f"'{profile.cluster_domain}' is not a DNS subdomain ({wrong}): every task's fully "
+                                "qualified name ends with it, such as cluster.local", "spec.clusterDomain"))
+    for role, name in sorted(profile.priority_classes.items()):
+        wrong = kubernetes_syntax.priority_class_problem(name)
+        if wrong:
+            problems.append(Problem(f"'{name}' {wrong}", f"spec.priorityClasses.{role}"))
+    interval = profile.monitoring.interval
+    wrong = kubernetes_syntax.duration_problem(interval)
+    if not wrong and kubernetes_syntax.duration_ns(interval) == 0:
+        wrong = "an interval of 0 makes Prometheus scrape at its global default, not at an interval of its own"
+    if wrong:  # the PodMonitor's interval (monitoring.coreos.com/v1 Duration)
+        problems.append(Problem(f"'{interval}' is not a scrape interval: {wrong}", "spec.monitoring.interval"))
     return problems
 
 

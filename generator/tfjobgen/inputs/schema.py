@@ -130,14 +130,26 @@ def _fill(value: Any, subschema: dict, root: dict) -> None:
             if key not in value and "default" in prop:
                 value[key] = copy.deepcopy(prop["default"])
             if key in value:
+                value[key] = _integral(value[key], prop)
                 _fill(value[key], prop, root)
         extra = subschema.get("additionalProperties")
         if isinstance(extra, dict):
             for key in value.keys() - subschema.get("properties", {}).keys():
+                value[key] = _integral(value[key], _resolve(extra, root))
                 _fill(value[key], extra, root)
     elif isinstance(value, list) and isinstance(subschema.get("items"), dict):
-        for item in value:
-            _fill(item, subschema["items"], root)
+        items = _resolve(subschema["items"], root)
+        for index, item in enumerate(value):
+            value[index] = _integral(item, items)
+            _fill(value[index], items, root)
+
+
+def _integral(value: Any, subschema: dict) -> Any:
+    """4 for a 4.0 where the schema wants an integer: JSON Schema takes 4.0 as one, but Kubernetes' integer
+    fields do not (the API server cannot decode 4.0 into an int32 or int64), and range() does not either."""
+    if subschema.get("type") == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _leaves(error):
@@ -216,6 +228,8 @@ def _explain(error, root: dict, written: Mapping[str, str]) -> tuple[Problem, st
         relation = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "more than",
                     "exclusiveMaximum": "less than"}[keyword]
         message = f"{_show(value)} is out of range: must be {relation} {error.validator_value}"
+        # x-limit: why a bound is where it is, when a consumer (the API server, a controller) sets it
+        message += f" ({owner['x-limit']})" if keyword in ("maximum", "exclusiveMaximum") and "x-limit" in owner else ""
     elif keyword in ("pattern", "not"):
         message = f"{_show(value)} is not valid" + (f": expected {hint}" if hint else "")
     elif keyword in ("minItems", "minLength", "minProperties"):

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 # Keywords that only annotate: they never make a document invalid.
-_ANNOTATIONS = {"$schema", "$id", "$defs", "title", "description", "default", "x-hint", "examples"}
+_ANNOTATIONS = {"$schema", "$id", "$defs", "title", "description", "default", "x-hint", "x-limit", "examples"}
 _TYPES = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
