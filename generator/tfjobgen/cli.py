@@ -98,16 +98,18 @@ def cmd_summary(args) -> int:
     from .inputs import source
     from .inputs.problems import InvalidInput
 
-    text = sys.stdin.read() if args.file == "-" else source.read_text(args.file, source.MAX_STREAM_BYTES)
+    name = "<stdin>" if args.file == "-" else args.file
     try:
-        objects = [d for d in source.parse_stream(text, args.file) if isinstance(d, dict)]
+        text = (source.read_stream(sys.stdin.buffer, name) if args.file == "-"
+                else source.read_text(args.file, source.MAX_STREAM_BYTES))
+        objects = [d for d in source.parse_stream(text, name) if isinstance(d, dict)]
     except InvalidInput as err:
         _print_problems(err.problems)
         return EXIT_INVALID
     summaries = summary.jobs(objects)
     print(summary.table_of(summaries))
     for job in (s for s in summaries if s.unreadable):  # described as far as its objects go
-        print(f"{args.file}: warning: {job.key}: {job.unreadable}", file=sys.stderr)
+        print(f"{name}: warning: {job.key}: {job.unreadable}", file=sys.stderr)
     return EXIT_OK
 
 

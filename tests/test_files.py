@@ -1,0 +1,196 @@
+"""Every file a command is given goes through one reader (inputs/source.py read_bytes): regular files only,
+bounded, read once however often they are named; what it cannot read is said in one line naming the path.
+
+Named pipes, devices and sockets cannot live in git, so these cases are made here, in tmp_path, rather
+than in tests/refusals/. The commands run in this process (cli.main), each in a thread with a deadline:
+a command that would block on a named pipe fails its test instead of hanging the suite. Permission is
+simulated: the suite runs as root, whom a chmod does not stop, so os.open / os.scandir are made to fail
+with EACCES as they do for any other user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tfjobgen import cli
+from tfjobgen.inputs import source
+
+GOOD = """\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata:
+  name: ok
+  namespace: ml
+spec:
+  image: registry.example.com/x:1
+  roles:
+    ps: {replicas: 2, cpu: 4, memory: 8Gi}
+    worker: {replicas: 4, cpu: 2, memory: 4Gi}
+    chief: {cpu: 1, memory: 2Gi}
+"""
+DEADLINE = 20  # seconds: a command that takes longer is blocked
+
+
+def run(*argv: str, cwd: Path, stdin: bytes = b"") -> tuple[int, str, str]:
+    """`tfjobgen ARGV` in this process, in `cwd`: (exit code, stdout, stderr); fails when it blocks."""
+    out, err, result = io.StringIO(), io.StringIO(), {}
+
+    def command() -> None:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            result["code"] = cli.main(list(argv))
+
+    saved_stdin, saved_cwd = sys.stdin, os.getcwd()
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+    os.chdir(cwd)
+    try:
+        thread = threading.Thread(target=command, daemon=True)
+        thread.start()
+        thread.join(DEADLINE)
+        blocked = thread.is_alive()
+        if blocked:
+            for fifo in (p for p in cwd.rglob("*") if p.is_fifo()):  # let the blocked open() go
+                with contextlib.suppress(OSError):
+                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            thread.join(5)
+    finally:
+        sys.stdin = saved_stdin
+        os.chdir(saved_cwd)
+    assert not blocked, f"tfjobgen {' '.join(argv)} blocked for {DEADLINE} s"
+    return result.get("code", -1), out.getvalue(), err.getvalue()
+
+
+def refused(code: int, stdout: str, stderr: str, *fragments: str) -> None:
+    assert code not in (0, 3), f"exit {code}: {stderr}"
+    assert stdout == "", "nothing half-written"
+    assert "Traceback" not in stderr and "internal error" not in stderr and "bug" not in stderr, stderr
+    for fragment in fragments:
+        assert fragment in stderr, f"{fragment!r} not in:\n{stderr}"
+
+
+# ---- what the path is -------------------------------------------------------------------------
+
+def test_a_named_pipe_among_the_jobs_is_named_not_waited_on(tmp_path):
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "good.yaml").write_text(GOOD)
+    os.mkfifo(jobs / "pipe.yaml")
+    refused(*run("validate", "jobs", cwd=tmp_path), "jobs/pipe.yaml: cannot read: is a named pipe, not a regular file")
+
+
+def test_a_named_pipe_as_the_profile_is_named_not_waited_on(tmp_path):
+    (tmp_path / "job.yaml").write_text(GOOD)
+    os.mkfifo(tmp_path / "profile.yaml")
+    refused(*run("validate", "job.yaml", "--profile", "profile.yaml", cwd=tmp_path),
+            "profile.yaml: cannot read: is a named pipe")
+
+
+@pytest.mark.parametrize("command", ["validate", "render", "plan"])
+def test_a_symlink_to_a_device_is_a_device_not_a_missing_file(tmp_path, command):
+    (tmp_path / "job.yaml").symlink_to("/dev/zero")
+    code, stdout, stderr = run(command, "job.yaml", cwd=tmp_path)
+    refused(code, stdout, stderr, "job.yaml: cannot read: is a character device, not a regular file")
+    assert "no such file" not in stderr
+
+
+def test_a_socket_is_named(tmp_path):
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "job.yaml"))
+        refused(*run("render", "job.yaml", cwd=tmp_path), "job.yaml: cannot read: is a socket")
+
+
+def test_a_folder_as_the_profile_is_a_directory(tmp_path):
+    (tmp_path / "job.yaml").write_text(GOOD)
+    (tmp_path / "profiles").mkdir()
+    refused(*run("validate", "job.yaml", "--profile", "profiles", cwd=tmp_path),
+            "profiles: cannot read: is a directory, not a regular file")
+
+
+def test_a_summary_of_a_named_pipe_is_refused(tmp_path):
+    os.mkfifo(tmp_path / "rendered.yaml")
+    refused(*run("summary", "rendered.yaml", cwd=tmp_path), "rendered.yaml: cannot read: is a named pipe")
+
+
+def test_an_unreadable_file_is_permission_denied(tmp_path, monkeypatch):
+    (tmp_path / "job.yaml").write_text(GOOD)
+    real_open = os.open
+
+    def denied(path, *args, **kwargs):
+        if str(path).endswith("job.yaml"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
+    refused(*run("validate", "job.yaml", cwd=tmp_path), "job.yaml: cannot read: permission denied")
+
+
+def test_an_unreadable_folder_is_permission_denied_not_empty(tmp_path, monkeypatch):
+    """As any user but root meets a folder without r and x (simulated: root lists it anyway)."""
+    jobs = tmp_path / "jobs" / "private"
+    jobs.mkdir(parents=True)
+    (jobs / "job.yaml").write_text(GOOD)
+    real_scandir = os.scandir
+
+    def denied(path="."):
+        if os.fspath(path).endswith("private"):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", denied)
+    code, stdout, stderr = run("validate", "jobs", cwd=tmp_path)
+    refused(code, stdout, stderr, "jobs/private: cannot list the folder: permission denied")
+    assert "0 YAML file(s)" not in stderr
+
+
+# ---- one file named twice ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("paths", [("job.yaml", "./job.yaml"), ("jobs", "jobs/job.yaml"), ("jobs", "jobs"),
+                                   ("jobs/job.yaml", "link.yaml")])
+def test_a_file_named_twice_is_one_job(tmp_path, paths):
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "job.yaml").write_text(GOOD)
+    (tmp_path / "job.yaml").write_text(GOOD)
+    (tmp_path / "link.yaml").symlink_to("jobs/job.yaml")
+    code, stdout, stderr = run("validate", *paths, cwd=tmp_path)
+    assert code == 0, stderr
+    assert "already used" not in stderr and "1 TrainingJob(s) checked: 0 error(s)" in stderr
+
+
+def test_render_of_a_file_named_twice_prints_its_objects_once(tmp_path):
+    (tmp_path / "job.yaml").write_text(GOOD)
+    once = run("render", "job.yaml", cwd=tmp_path)
+    assert run("render", "job.yaml", "./job.yaml", cwd=tmp_path) == once and once[0] == 0
+
+
+# ---- standard input, bounded ------------------------------------------------------------------
+
+class EndlessInput:
+    """A standard input that never ends (`yes | tfjobgen summary`): only a bounded read returns."""
+
+    def __init__(self):
+        self.asked: list[int] = []
+
+    def read(self, size: int = -1) -> bytes:
+        self.asked.append(size)
+        assert size is not None and size >= 0, "an unbounded read of standard input never returns"
+        return b"#" * size
+
+    readinto = None
+
+
+def test_summary_reads_standard_input_as_far_as_the_limit(monkeypatch, capsys):
+    monkeypatch.setattr(source, "MAX_STREAM_BYTES", 1 << 20)
+    endless = EndlessInput()
+    monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": endless, "read": endless.read})())
+    code = cli.main(["summary"])
+    err = capsys.readouterr().err
+    assert code == 1 and "<stdin>: input is larger than 1 MiB" in err, err
+    assert endless.asked == [(1 << 20) + 1]
