@@ -194,3 +194,96 @@ def test_summary_reads_standard_input_as_far_as_the_limit(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert code == 1 and "<stdin>: input is larger than 1 MiB" in err, err
     assert endless.asked == [(1 << 20) + 1]
+
+
+# ---- writes: all or nothing (kit/files.py) ----------------------------------------------------
+
+def tree_of(folder: Path) -> dict[str, bytes | None]:
+    """Every file and folder under `folder`, hidden ones (temporary files) included."""
+    return {p.relative_to(folder).as_posix(): None if p.is_dir() else p.read_bytes() for p in sorted(folder.rglob("*"))}
+
+
+@pytest.fixture
+def rendered(tmp_path) -> Path:
+    for name in ("a/one.yaml", "a/two.yaml", "b/three.yaml", "c/gone.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"old {name}\n")
+    return tmp_path
+
+
+def changes(root: Path) -> dict[str, bytes | None]:
+    return {str(root / "a/one.yaml"): b"new one\n", str(root / "a/new.yaml"): b"new\n",
+            str(root / "b/three.yaml"): b"new three\n", str(root / "c/gone.yaml"): None,
+            str(root / "d/e/made.yaml"): b"made\n"}
+
+
+def test_files_are_all_written_and_removed(rendered):
+    from tfjobgen.kit import files
+
+    files.write_files(changes(rendered), prune_under=str(rendered))
+    assert tree_of(rendered) == {"a": None, "a/new.yaml": b"new\n", "a/one.yaml": b"new one\n",
+                                 "a/two.yaml": b"old a/two.yaml\n", "b": None, "b/three.yaml": b"new three\n",
+                                 "d": None, "d/e": None, "d/e/made.yaml": b"made\n"}
+
+
+@pytest.mark.parametrize("failing_call", [1, 2, 3, 4])
+def test_a_move_that_fails_midway_puts_every_file_back(rendered, monkeypatch, failing_call):
+    from tfjobgen.kit import files
+
+    before, calls, real_replace = tree_of(rendered), [], os.replace
+
+    def replace(src, dst):
+        calls.append(dst)
+        if len(calls) == failing_call:
+            raise OSError(errno.EIO, "Input/output error", dst)
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(files.WriteFailed, match="cannot write .*: input/output error"):
+        files.write_files(changes(rendered), prune_under=str(rendered))
+    assert tree_of(rendered) == before
+
+
+def test_a_full_disk_changes_nothing(rendered, monkeypatch):
+    from tfjobgen.kit import files
+
+    before, real_write, written = tree_of(rendered), os.write, []
+
+    def write(fd, data):
+        written.append(fd)
+        if len(written) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    with pytest.raises(files.WriteFailed, match="b/three.yaml: no space left on the device"):
+        files.write_files(changes(rendered), prune_under=str(rendered))
+    assert tree_of(rendered) == before
+
+
+def test_a_file_where_a_folder_must_be_changes_nothing(rendered):
+    from tfjobgen.kit import files
+
+    (rendered / "d").write_text("in the way\n")
+    before = tree_of(rendered)
+    with pytest.raises(files.WriteFailed, match="d/e/made.yaml: .*/d is a file, not a folder"):
+        files.write_files(changes(rendered), prune_under=str(rendered))
+    assert tree_of(rendered) == before
+
+
+def test_a_folder_that_refuses_new_files_is_named(rendered, monkeypatch):
+    """As a read-only folder does (simulated: root writes into a chmod-ed folder anyway)."""
+    from tfjobgen.kit import files
+
+    before, real_open = tree_of(rendered), os.open
+
+    def read_only(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT and os.path.dirname(path) == str(rendered / "b"):
+            raise OSError(errno.EROFS, "Read-only file system", path)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(files.WriteFailed) as failed:
+        files.write_files(changes(rendered), prune_under=str(rendered))
+    assert str(failed.value) == f"cannot write {rendered / 'b'}: read-only file system"
+    assert tree_of(rendered) == before
