@@ -260,7 +260,16 @@ def main(argv: list[str]) -> int:
         output, code = run_legacy_plugin(argv[0], text, root)
     else:
         output, code = run_resource_list(text, root)
-    sys.stdout.write(output)
+    try:
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    except OSError as err:  # a full disk, a closed pipe: say it, without a traceback at exit either
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        print(f"tfjobgen: cannot write standard output: {(err.strerror or str(err)).lower()}", file=sys.stderr)
+        return 1
     return code
 
 
