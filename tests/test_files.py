@@ -40,9 +40,9 @@ spec:
 DEADLINE = 20  # seconds: a command that takes longer is blocked
 
 
-def run(*argv: str, cwd: Path, stdin: bytes = b"") -> tuple[int, str, str]:
+def run(*argv: str, cwd: Path, stdin: bytes = b"", stdout: io.StringIO | None = None) -> tuple[int, str, str]:
     """`tfjobgen ARGV` in this process, in `cwd`: (exit code, stdout, stderr); fails when it blocks."""
-    out, err, result = io.StringIO(), io.StringIO(), {}
+    out, err, result = stdout or io.StringIO(), io.StringIO(), {}
 
     def command() -> None:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -287,3 +287,57 @@ def test_a_folder_that_refuses_new_files_is_named(rendered, monkeypatch):
         files.write_files(changes(rendered), prune_under=str(rendered))
     assert str(failed.value) == f"cannot write {rendered / 'b'}: read-only file system"
     assert tree_of(rendered) == before
+
+
+def test_a_device_is_written_into_never_replaced(tmp_path):
+    """`-o /dev/stdout`, `--png /dev/null`: a rename would put a regular file in place of the device.
+    (Only links to devices are named here: were the writer wrong, it would replace a link, not a device.)"""
+    from tfjobgen.kit import files
+
+    (tmp_path / "null").symlink_to("/dev/null")
+    files.write_file(str(tmp_path / "null"), "report\n")
+    assert (tmp_path / "null").is_symlink() and (tmp_path / "null").is_char_device()
+    (tmp_path / "full").symlink_to("/dev/full")
+    with pytest.raises(files.WriteFailed, match="full: no space left on the device$"):
+        files.write_file(str(tmp_path / "full"), "report\n")
+    assert (tmp_path / "full").is_symlink() and (tmp_path / "full").is_char_device()
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(files.WriteFailed, match="pipe: it is a named pipe, not a regular file"):
+        files.write_files({str(tmp_path / "pipe"): b"x", str(tmp_path / "a"): b"y"})
+    assert (tmp_path / "pipe").is_fifo() and not (tmp_path / "a").exists()
+
+
+class FullDisk(io.StringIO):
+    """Standard output on a full disk (`tfjobgen render job.yaml > /dev/full`)."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def getvalue(self) -> str:
+        return ""
+
+
+@pytest.mark.parametrize("argv", [("render", "job.yaml"), ("schema",), ("summary", "rendered.yaml"),
+                                  ("plan", "job.yaml"), ("krm",), ("krm", "profile.yaml")])
+def test_standard_output_on_a_full_disk_is_said_not_a_bug(tmp_path, argv):
+    (tmp_path / "job.yaml").write_text(GOOD)
+    (tmp_path / "rendered.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    (tmp_path / "profile.yaml").write_text("apiVersion: tfjobgen.dev/v1alpha1\nkind: ClusterProfile\n"
+                                           "metadata: {name: p}\nspec: {allowNoJobs: true}\n")
+    stdin = (b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n" if argv == ("krm",)
+             else GOOD.encode())
+    code, _, stderr = run(*argv, cwd=tmp_path, stdin=stdin, stdout=FullDisk())
+    assert code == 1, stderr
+    assert "tfjobgen: cannot write standard output: no space left on" in stderr, stderr
+    assert "internal error" not in stderr and "bug" not in stderr
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe"])
+def test_a_kubeconfig_that_is_a_device_or_a_pipe_is_named_before_any_request(tmp_path, kind):
+    if kind == "device":
+        (tmp_path / "kubeconfig").symlink_to("/dev/zero")  # the client would read it for ever
+    else:
+        os.mkfifo(tmp_path / "kubeconfig")
+    what = "a character device" if kind == "device" else "a named pipe"
+    refused(*run("status", "wide-deep", "-n", "ml", "--kubeconfig", "kubeconfig", cwd=tmp_path),
+            f"tfjobgen status: kubeconfig: cannot read: is {what}, not a regular file")

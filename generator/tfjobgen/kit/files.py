@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from typing import Mapping
 
 _TAG = f".tfjobgen-{os.getpid()}"
@@ -41,9 +42,42 @@ def why(err: OSError, path: str = "") -> str:
     return reasons.get(err.errno, (err.strerror or str(err)).lower())
 
 
+def check(path: str) -> None:
+    """WriteFailed now, before any work, when `path` could not be written later: its folder is missing
+    or a file, or a folder is in its place."""
+    folder = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        raise WriteFailed(path, "a folder of that name is in the way")
+    if not os.path.isdir(folder):
+        raise WriteFailed(path, f"{folder} is a file, not a folder" if os.path.lexists(folder)
+                          else f"no such folder {folder}: create it first")
+
+
 def write_file(path: str, data: bytes | str, make_folders: bool = False) -> None:
-    """One file, whole or not at all (WriteFailed)."""
+    """One file, whole or not at all (WriteFailed). A path that is a device or a pipe (/dev/stdout, a
+    named pipe) is written into as it is, never replaced by a file."""
+    data = data.encode() if isinstance(data, str) else data
+    if _special(path):
+        try:
+            with open(path, "wb") as out:
+                out.write(data)
+        except OSError as err:
+            raise WriteFailed(path, why(err, path)) from None
+        return
     write_files({path: data}, make_folders=make_folders)
+
+
+def _special(path: str) -> str:
+    """What `path` is when it is there and neither a regular file nor a folder ('' otherwise)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return ""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return ""
+    return next((name for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISFIFO, "a named pipe"),
+                                         (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")) if test(mode)),
+                "not a regular file")
 
 
 def write_files(files: Mapping[str, bytes | str | None], make_folders: bool = True, prune_under: str = "") -> None:
@@ -56,8 +90,11 @@ def write_files(files: Mapping[str, bytes | str | None], make_folders: bool = Tr
     backups: dict[str, str] = {}  # target -> hard link to its old content
     created: list[str] = []
     done: list[tuple[str, str]] = []  # ("wrote" | "removed", target), in the order done
+    files = {os.path.realpath(path) if os.path.islink(path) else path: data for path, data in files.items()}
     try:
         for target, data in files.items():
+            if _special(target):  # a rename would put a file in place of the device or pipe
+                raise WriteFailed(target, f"it is {_special(target)}, not a regular file")
             if data is None:
                 if os.path.lexists(target):
                     backups[target] = _backup(target)
@@ -101,8 +138,9 @@ def _stage(target: str, data: bytes) -> str:
     temporary = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}{_TAG}.new")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o644)
-    except OSError as err:  # the folder is the problem: say which
-        raise WriteFailed(os.path.dirname(target) or ".", why(err, target)) from None
+    except OSError as err:  # a folder that takes no new file is named; a missing one is in why()
+        folder_refuses = err.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
+        raise WriteFailed((os.path.dirname(target) or ".") if folder_refuses else target, why(err, target)) from None
     try:
         view = memoryview(data)
         while view:
