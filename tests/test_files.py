@@ -341,3 +341,39 @@ def test_a_kubeconfig_that_is_a_device_or_a_pipe_is_named_before_any_request(tmp
     what = "a character device" if kind == "device" else "a named pipe"
     refused(*run("status", "wide-deep", "-n", "ml", "--kubeconfig", "kubeconfig", cwd=tmp_path),
             f"tfjobgen status: kubeconfig: cannot read: is {what}, not a regular file")
+
+
+# ---- a component of the local cluster that stops -------------------------------------------------
+
+GO_PANIC = """\
+{"level":"info","ts":"2025-01-01T00:00:00Z","caller":"embed/etcd.go:138","msg":"configuring peer listeners"}
+{"level":"panic","ts":"2025-01-01T00:00:01Z","caller":"backend/backend.go:205","msg":"failed to open database",\
+"path":"data/member/snap/db","error":"cannot allocate memory"}
+panic: failed to open database
+
+goroutine 143 [running]:
+go.uber.org/zap/zapcore.CheckWriteAction.OnWrite(0x0?, 0x0?, {0x0?, 0x0?, 0xc000?})
+\tgo.uber.org/zap@v1.27.0/zapcore/entry.go:196 +0x54
+created by go.etcd.io/etcd/server/v3/storage.OpenBackend in goroutine 1
+\tgo.etcd.io/etcd/server/v3@v3.6.16/storage/backend.go:75 +0x1a5
+"""
+GO_FATAL = """\
+fatal error: runtime: cannot allocate memory
+
+runtime stack:
+runtime.throw({0x2a0b1d1?, 0x0?})
+\truntime/panic.go:1101 +0x48
+"""
+
+
+@pytest.mark.parametrize("log,said", [
+    (GO_PANIC, "panic: failed to open database: cannot allocate memory"),
+    (GO_FATAL, "fatal error: runtime: cannot allocate memory"),
+    ("I0101 listening\nE0101 12:00:00 server.go:1] unable to bind 127.0.0.1:6443: address in use\n",
+     "E0101 12:00:00 server.go:1] unable to bind 127.0.0.1:6443: address in use"),
+    ("", "its log is empty")])
+def test_a_stopped_component_is_said_in_one_line_with_its_log(tmp_path, log, said):
+    from tfjobgen.cluster import processes
+
+    (tmp_path / "etcd.log").write_text(log)
+    assert processes.why_stopped(tmp_path / "etcd.log") == said
