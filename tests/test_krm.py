@@ -125,6 +125,66 @@ def test_input_that_is_not_a_resource_list_is_refused():
         assert code == 1 and "results" in load_yaml_stream(output)[0]
 
 
+# Whatever kustomize or kpt hands the function, it answers with a ResourceList: every value YAML can hold,
+# in every place of the ResourceList, whole or left out, and bytes that are no YAML or no UTF-8 at all.
+GARBAGE = [None, True, 0, -1.5, "", "text", "ResourceList", [], [None], [1, [2, [3]]], {}, {"a": {"b": [None, {}]}},
+           {"kind": "ClusterProfile"}, {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile",
+                                        "spec": [1, 2]}, {"kind": "ConfigMap", "data": [1]}]
+SHAPES = ([("functionConfig", g) for g in GARBAGE] + [("items", g) for g in GARBAGE]
+          + [("items", [g]) for g in GARBAGE] + [("items", [_intent(), g]) for g in GARBAGE]
+          + [("apiVersion", g) for g in GARBAGE] + [("kind", g) for g in GARBAGE])
+
+
+def _krm_main(stdin: bytes) -> tuple[int, str, str]:
+    """`tfjobgen krm` in this process, as kpt runs it: bytes on stdin, a ResourceList expected on stdout."""
+    import contextlib
+    import sys
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = krm.main([])
+    finally:
+        sys.stdin = saved
+    return code, out.getvalue(), err.getvalue()
+
+
+def _answers_with_a_resource_list(stdin: bytes) -> None:
+    try:
+        code, stdout, stderr = _krm_main(stdin)
+    except Exception as err:  # noqa: BLE001 - what the test is about: nothing escapes
+        raise AssertionError(f"{type(err).__name__}: {err} for input:\n{stdin[:400]!r}") from None
+    assert code in (0, 1), stderr
+    [answer] = load_yaml_stream(stdout)
+    assert answer["kind"] == "ResourceList" and isinstance(answer["items"], list), stdin[:400]
+    if code == 1:
+        assert answer["results"] and all(r["severity"] in ("error", "warning") for r in answer["results"])
+        assert stderr.strip(), "the same problems on stderr"
+
+
+@pytest.mark.parametrize("key,value", SHAPES, ids=[f"{k}={str(v)[:30]}" for k, v in SHAPES])
+def test_the_function_answers_any_resource_list_with_a_resource_list(key, value):
+    resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [_intent()]}
+    resource_list[key] = copy.deepcopy(value)
+    _answers_with_a_resource_list(yaml.safe_dump(resource_list).encode())
+
+
+@pytest.mark.parametrize("key", ["items", "functionConfig", "kind", "apiVersion"])
+def test_the_function_answers_a_resource_list_missing_a_part(key):
+    resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [_intent()],
+                     "functionConfig": PROFILE}
+    del resource_list[key]
+    _answers_with_a_resource_list(yaml.safe_dump(resource_list).encode())
+
+
+@pytest.mark.parametrize("stdin", [b"", b"null\n", b"- 1\n", b"just text\n", b"\xff\xfe not utf-8", b"a: [\n",
+                                   b"{}\n", b"---\n---\n", b"kind: ResourceList\n---\nkind: ResourceList\n"])
+def test_the_function_answers_input_that_is_no_resource_list_with_one(stdin):
+    _answers_with_a_resource_list(stdin)
+
+
 def test_legacy_plugin_passes_other_documents_through_as_text(tmp_path):
     """kustomize's exec plugin convention: profile file in argv, objects on stdin; other objects are not even parsed."""
     profile = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"

@@ -13,6 +13,8 @@ subparser and imports nothing heavy until the command runs.
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import sys
 
@@ -98,16 +100,18 @@ def cmd_summary(args) -> int:
     from .inputs import source
     from .inputs.problems import InvalidInput
 
-    text = sys.stdin.read() if args.file == "-" else source.read_text(args.file, source.MAX_STREAM_BYTES)
+    name = "<stdin>" if args.file == "-" else args.file
     try:
-        objects = [d for d in source.parse_stream(text, args.file) if isinstance(d, dict)]
+        text = (source.read_stream(sys.stdin.buffer, name) if args.file == "-"
+                else source.read_text(args.file, source.MAX_STREAM_BYTES))
+        objects = [d for d in source.parse_stream(text, name) if isinstance(d, dict)]
     except InvalidInput as err:
         _print_problems(err.problems)
         return EXIT_INVALID
     summaries = summary.jobs(objects)
     print(summary.table_of(summaries))
     for job in (s for s in summaries if s.unreadable):  # described as far as its objects go
-        print(f"{args.file}: warning: {job.key}: {job.unreadable}", file=sys.stderr)
+        print(f"{name}: warning: {job.key}: {job.unreadable}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -159,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         return krm.main(argv[1:])
     args = _parser().parse_args(argv)
     try:
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # a full disk or a closed pipe is met here, not at exit
+        return code
     except InvalidInput as err:
         _print_problems(err.problems)
         return EXIT_INVALID
@@ -170,12 +176,39 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
-    except Exception as err:  # a bug in tfjobgen: say so in one line (TFJOBGEN_DEBUG=1 shows the traceback)
-        if os.environ.get(contract.DEBUG_ENV):
-            raise
-        print(f"tfjobgen: internal error ({type(err).__name__}: {err}); this is a bug, please report it "
-              "with the input (TFJOBGEN_DEBUG=1 shows the traceback)", file=sys.stderr)
-        return EXIT_INTERNAL
+    except OSError as err:
+        if err.errno not in _CANNOT_WRITE or err.filename is not None:
+            return _internal_error(err)
+        from .kit.files import why
+
+        _drop_stdout()
+        print(f"tfjobgen: cannot write standard output: {why(err)}", file=sys.stderr)
+        return EXIT_INVALID
+    except Exception as err:
+        return _internal_error(err)
+
+
+def _internal_error(err: Exception) -> int:
+    """A bug in tfjobgen: say so in one line (TFJOBGEN_DEBUG=1 shows the traceback)."""
+    if os.environ.get(contract.DEBUG_ENV):
+        raise err
+    print(f"tfjobgen: internal error ({type(err).__name__}: {err}); this is a bug, please report it "
+          "with the input (TFJOBGEN_DEBUG=1 shows the traceback)", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+# Errors of writing standard output (no file name): the place it goes to is full or broken, not tfjobgen.
+_CANNOT_WRITE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS}
+
+
+def _drop_stdout() -> None:
+    """What is left in stdout's buffer would fail again when Python flushes it at exit: send it nowhere."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
 
 
 if __name__ == "__main__":

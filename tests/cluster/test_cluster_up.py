@@ -8,6 +8,7 @@ import time
 
 from cluster_support import (
     SESSION_HOME,
+    UP_DEADLINE,
     cluster_env,
     leftovers,
     local_cluster,
@@ -17,7 +18,7 @@ from cluster_support import (
 )
 from conftest import REPO, tfjobgen_command
 
-from tfjobgen.cluster import tools
+from tfjobgen.cluster import processes, tools
 
 PROD = REPO / "overlays" / "prod-96c" / "cluster-profile.yaml"
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
@@ -103,3 +104,25 @@ def test_up_returns_holding_nothing_and_ctrl_c_during_up_leaves_nothing():
     _, stderr = process.communicate(timeout=60)
     assert process.returncode != 0 and "Traceback" not in stderr, stderr
     assert leftovers(SESSION_HOME / name) == [] and not (SESSION_HOME / name).exists()
+
+
+def test_a_component_that_cannot_start_is_named_with_why_and_its_log_not_its_stack():
+    """Under a low address-space limit etcd's Go runtime panics: one line says which component, why, and where
+    its log is (kept: the rest of the cluster's folder is removed), not etcd's whole Go stack; nothing is left."""
+    need_cluster_tools()
+    proc = subprocess.run(["prlimit", f"--as={1200 << 20}", *tfjobgen_command(), "cluster", "up", "--name",
+                           "no-memory", "--nodes", "1", "--quiet"], capture_output=True, text=True, cwd=REPO,
+                          env=cluster_env(), timeout=UP_DEADLINE, stdin=subprocess.DEVNULL)
+    log = SESSION_HOME / "no-memory" / "logs" / "etcd.log"
+    try:
+        assert proc.returncode == 1, proc.stderr
+        [line] = proc.stderr.strip().splitlines()
+        assert line.startswith("tfjobgen cluster up: etcd exited with code ") and "before a healthy store: " in line
+        assert "memory" in line and line.endswith(f"(its log: {log})"), line  # "cannot allocate memory", "out of memory"
+        assert "goroutine" not in line and ".go:" not in line
+        assert log.is_file() and ".go:" in log.read_text(errors="replace"), "the stack is in the log"
+        assert [p.name for p in (SESSION_HOME / "no-memory").iterdir()] == ["logs"]
+        assert not processes.running(SESSION_HOME / "no-memory"), "nothing left running"
+    finally:
+        tfjobgen("cluster", "down", "--name", "no-memory")
+    assert not (SESSION_HOME / "no-memory").exists(), "down removes what a failed up kept"

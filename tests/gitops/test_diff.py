@@ -172,6 +172,15 @@ def test_diff_outside_the_repository_root_says_where_to_run_it(tmp_path):
     assert proc.returncode == 2 and "run it from the repository root" in proc.stderr
 
 
+@pytest.mark.parametrize("output,why", [("missing/report.md", "cannot write missing/report.md: no such folder missing"),
+                                        ("jobs", "cannot write jobs: a folder of that name is in the way"),
+                                        ("/dev/full", "cannot write /dev/full: no space left on the device")])
+def test_a_report_that_cannot_be_written_says_where_and_why(repo, output, why):
+    proc = tfjobgen(repo, "diff", "main", "--no-place", "-o", output)
+    assert proc.returncode == 2 and f"tfjobgen diff: {why}" in proc.stderr, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_an_unknown_base_revision_says_how_to_fetch_it(repo):
     proc = tfjobgen(repo, "diff", "origin/main", "--no-place")
     assert proc.returncode == 2

@@ -165,6 +165,20 @@ def hydrated(hydrated_once, tmp_path):
     return Path(shutil.copytree(hydrated_once, tmp_path / "hydrated"))
 
 
+def test_a_write_that_fails_in_one_cluster_leaves_every_cluster_as_it_was(hydrated):
+    """All or nothing: prod-96c's files would be rewritten before seed-80c's folder refused its file."""
+    job = hydrated / "jobs" / "wide-deep.yaml"
+    job.write_text(job.read_text().replace("tfjobgen-runtime:0.1.0", "tfjobgen-runtime:0.1.1"))
+    blocked = hydrated / "rendered" / "seed-80c" / "ml-training" / "wide-deep.yaml"
+    blocked.unlink()
+    blocked.mkdir()  # a folder where hydrate must write a file: as a read-only folder would, the write fails
+    (hydrated / "rendered" / "prod-96c" / "ml-training" / "stale.yaml").write_text("# a file hydrate removes\n")
+    proc = refused(hydrated, "tfjobgen hydrate: cannot write rendered/seed-80c/ml-training/wide-deep.yaml: a folder "
+                             "of that name is in the way; rendered/ was left as it was")
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not [p for p in (hydrated / "rendered").rglob(".*") if p.name != ".gitkeep"], "no temporary file left"
+
+
 def test_an_invalid_job_stops_hydrate_with_its_file_and_line(hydrated):
     job = hydrated / "jobs" / "wide-deep.yaml"
     job.write_text(job.read_text().replace("qos: cpuset", "qos: turbo"))

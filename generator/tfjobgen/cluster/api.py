@@ -5,6 +5,7 @@ a few functions so that the rest of the package deals in plain dicts.
 from __future__ import annotations
 
 import functools
+import os
 import time
 from typing import Callable
 
@@ -20,6 +21,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None, retries: 
         from kubernetes import client, config
     except ImportError:
         raise ClusterUnreachable("the Kubernetes client is not installed: pip install 'tfjobgen[cluster]'") from None
+    _check_kubeconfig(kubeconfig)
     try:
         configuration = type.__call__(client.Configuration)  # a fresh one, as new_client_from_config makes
         config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
@@ -30,6 +32,28 @@ def connect(kubeconfig: str | None = None, context: str | None = None, retries: 
         raise ClusterUnreachable(f"no kubeconfig at {err.filename}") from None
     configuration.retries = retries
     return client.ApiClient(configuration=configuration)
+
+
+KUBECONFIG_MAX = 16 << 20  # certificates and all; a kubeconfig is a few KiB
+
+
+def _check_kubeconfig(kubeconfig: str | None) -> None:
+    """The kubeconfig files the client would read, through tfjobgen's one reader (regular files only, bounded):
+    a folder, a device or a pipe is said in one line with its path, instead of the client's traceback or hang.
+    $KUBECONFIG's entries and ~/.kube/config may be missing (the client passes over them); the file named may not."""
+    from ..inputs import source
+    from ..inputs.problems import InvalidInput
+
+    if kubeconfig is not None:
+        named = [kubeconfig]
+    else:
+        listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+        named = [p for p in listed or [os.path.expanduser("~/.kube/config")] if os.path.lexists(p)]
+    for path in named:
+        try:
+            source.read_bytes(path, KUBECONFIG_MAX)
+        except InvalidInput as err:
+            raise ClusterUnreachable(err.problems[0].format()) from None
 
 
 # The client's discovery is kept for this process only. By default it is also written to

@@ -163,7 +163,11 @@ def _place(args) -> int:
     from .measure import place
 
     profile = pipeline.load_profile(args.profile)
-    intents, problems = pipeline.load_intents(args.paths)
+    try:
+        intents, problems = pipeline.load_intents(args.paths)
+    except FileNotFoundError as err:
+        print(f"tfjobgen place: no such file or folder: {err.filename}", file=sys.stderr)
+        return 2
     expansion = pipeline.expand(intents, profile)
     problems += expansion.problems
     if any(p.is_error for p in problems) or not intents:

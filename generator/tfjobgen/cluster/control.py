@@ -53,9 +53,9 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
     started: list[processes.Started] = []
     try:
         state = _start(profile, groups, name, files, started, say, warn, gitops)
-    except BaseException:
+    except BaseException as err:
         processes.stop_all(files.home, started)
-        home.remove(name)
+        home.remove(name, keep_logs=isinstance(err, processes.StartFailed))  # its message names a log
         raise
     return state
 
@@ -147,8 +147,8 @@ def _wait_nodes_ready(objects: api.Objects, names: set[str], started) -> None:
     def ready() -> bool:
         for process in started:
             if process.exited() is not None:
-                raise processes.StartFailed(f"{process.component.name} exited with code {process.exited()}:"
-                                            f"{process.log_tail()}")
+                raise processes.StartFailed(f"{process.component.name} exited with code {process.exited()}: "
+                                            f"{process.failure()}")
         nodes = objects.list("v1", "Node")
         return names <= {n["metadata"]["name"] for n in nodes if _is_ready(n)}
 

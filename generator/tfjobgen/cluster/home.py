@@ -82,8 +82,19 @@ def names() -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
-def remove(name: str) -> None:
-    shutil.rmtree(folder(name), ignore_errors=True)
+def remove(name: str, keep_logs: bool = False) -> None:
+    """Remove the cluster's folder; with keep_logs, all of it but logs/ (a failed `up` points at them; the next
+    `up` or `down` of the name removes them)."""
+    if not keep_logs:
+        shutil.rmtree(folder(name), ignore_errors=True)
+        return
+    for entry in folder(name).iterdir() if folder(name).is_dir() else ():
+        if entry.name == "logs":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def kubeconfig_text(cluster: str, server: str, ca: bytes, cert: bytes, key: bytes) -> str:

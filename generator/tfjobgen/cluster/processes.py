@@ -9,6 +9,7 @@ failed `up`) finds them all by that mark, whoever their parent is now, and no ot
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -41,12 +42,48 @@ class Started:
     def exited(self) -> int | None:
         return self.popen.poll()
 
-    def log_tail(self, lines: int = 12) -> str:
-        try:
-            text = self.log.read_text(errors="replace").splitlines()[-lines:]
-        except OSError:
-            return ""
-        return "\n  ".join([""] + text)
+    def failure(self) -> str:
+        """Why it stopped, in one line from its log (a Go program's panic, not its stack), and where the log is."""
+        return f"{why_stopped(self.log)} (its log: {self.log})"
+
+
+# Where a Go program's stack begins: what comes before it says why it stopped.
+_STACK = re.compile(r"^(goroutine \d+ \[|runtime stack:|\[signal |SIGSEGV|SIGABRT|\t)")
+_SAYS_WHY = re.compile(r"(fatal error|panic|error|failed|cannot|unable|invalid|refused|denied|^[FE]\d{4} )", re.I)
+
+
+def why_stopped(log: Path, limit: int = 300) -> str:
+    """The line of a component's log that says why it stopped: the last one before a Go stack that reads like an
+    error (a panic's message, `fatal error: runtime: cannot allocate memory`, a klog F/E line), else its last line."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - (1 << 20)))  # the end of a big log is enough
+            lines = handle.read().decode(errors="replace").splitlines()
+    except OSError:
+        return "its log cannot be read"
+    before_stack = []
+    for line in lines:
+        if _STACK.match(line) and before_stack:
+            break
+        if line.strip():
+            before_stack.append(line.strip())
+    said = [line for line in before_stack if _SAYS_WHY.search(line)]
+    chosen = (said or before_stack or ["its log is empty"])[-1]
+    if chosen.startswith("panic: ") and len(said) > 1:  # zap's panic repeats the message: the line before has the error
+        chosen = f"{chosen}: {_error_of(said[-2])}" if _error_of(said[-2]) else chosen
+    return chosen if len(chosen) <= limit else chosen[:limit - 3] + "..."
+
+
+def _error_of(line: str) -> str:
+    """The `error` field of a JSON (zap) log line, '' when it has none."""
+    import json
+
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return ""
+    return str(entry.get("error", "")) if isinstance(entry, dict) else ""
 
 
 def start(component: Component, home: Path) -> Started:
@@ -67,15 +104,16 @@ def wait_for(started: Started, ready: Callable[[], bool], timeout: float, what: 
     while True:
         code = started.exited()
         if code is not None:
-            raise StartFailed(f"{started.component.name} exited with code {code} before {what}:"
-                              f"{started.log_tail()}")
+            raise StartFailed(f"{started.component.name} exited with code {code} before {what}: "
+                              f"{started.failure()}")
         try:
             if ready():
                 return
         except Exception:  # not listening yet, refused, TLS not ready: all mean "not yet"
             pass
         if time.monotonic() > deadline:
-            raise StartFailed(f"{started.component.name}: no {what} after {timeout:.0f} s:{started.log_tail()}")
+            raise StartFailed(f"{started.component.name}: no {what} after {timeout:.0f} s; last said: "
+                              f"{started.failure()}")
         time.sleep(0.1)
 
 

@@ -167,6 +167,11 @@ def _report(problems: list[Problem], stderr=None) -> None:
 
 def _profile_from_function_config(config) -> ClusterProfile:
     """The ClusterProfile in functionConfig; none (or kpt's empty placeholder ConfigMap) means the default."""
+    if config is not None and not isinstance(config, dict):
+        what = ("a list" if isinstance(config, list) else "true/false" if isinstance(config, bool)
+                else "a number" if isinstance(config, (int, float)) else f"the text {str(config)[:40]!r}")
+        raise InvalidInput([Problem(f"functionConfig is {what}; it must be a ClusterProfile (a mapping with "
+                                    f"apiVersion and kind), or left out for the embedded default profile")])
     if not config or (config.get("kind") == "ConfigMap" and not config.get("data")):
         return pipeline.load_profile(None)
     if config.get("kind") == "ConfigMap":
@@ -188,10 +193,7 @@ def run_resource_list(text: str, root: str, stderr=None) -> tuple[str, int]:
         config = resource_list.get("functionConfig")
         profile = _profile_from_function_config(config)
     except InvalidInput as err:
-        problems = _placed(err.problems, "<stdin>")
-        _report(problems, stderr)
-        return emit.to_yaml([{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [],
-                              "results": [_result(p) for p in problems]}]), 1
+        return _refused(err.problems, stderr), 1
     items, problems = expand_items(items, profile, root)
     problems = _placed(problems, "<stdin>")
     _report(problems, stderr)
@@ -204,6 +206,14 @@ def run_resource_list(text: str, root: str, stderr=None) -> tuple[str, int]:
                    for path, index in [_annotated(item)] if path and index is not None}
         output["results"] = [_result(p, indexes) for p in problems]
     return emit.to_yaml([output]), 1 if has_errors(problems) else 0
+
+
+def _refused(problems: list[Problem], stderr=None) -> str:
+    """The ResourceList of input that could not be used at all: no items, a result per problem."""
+    problems = _placed(problems, "<stdin>")
+    _report(problems, stderr)
+    return emit.to_yaml([{"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [],
+                          "results": [_result(p) for p in problems]}])
 
 
 def run_legacy_plugin(config_path: str, text: str, root: str, stderr=None) -> tuple[str, int]:
@@ -272,18 +282,29 @@ def _kustomization_of(root: str) -> str:
 
 def main(argv: list[str]) -> int:
     """`tfjobgen krm [CONFIG]`: CONFIG given means the legacy plugin convention."""
-    raw = sys.stdin.buffer.read(source.MAX_STREAM_BYTES + 1)
     root = os.environ.get("KUSTOMIZE_PLUGIN_CONFIG_ROOT") or os.getcwd()
     try:
-        text = source.decode(raw, "<stdin>")
+        text = source.read_stream(sys.stdin.buffer, "<stdin>")
     except InvalidInput as err:
-        _report(err.problems)
+        if argv:  # the legacy plugin's output is the objects: none
+            _report(err.problems)
+        else:  # KRM: kpt and kustomize get a ResourceList, whatever came in
+            sys.stdout.write(_refused(err.problems))
         return 1
     if argv:
         output, code = run_legacy_plugin(argv[0], text, root)
     else:
         output, code = run_resource_list(text, root)
-    sys.stdout.write(output)
+    try:
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    except OSError as err:  # a full disk, a closed pipe: say it, without a traceback at exit either
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        print(f"tfjobgen: cannot write standard output: {(err.strerror or str(err)).lower()}", file=sys.stderr)
+        return 1
     return code
 
 

@@ -34,10 +34,19 @@ def load_intents(paths: list[str], relative_to: str | None = None) -> tuple[list
 
     Files are named as given, or relative to `relative_to` (a repository root) with '/'.
     """
-    found, problems = [], []
+    found, problems, seen = [], [], set()
     for path in paths:
-        named = os.path.isfile(path)  # a folder's files may hold anything else a kustomization lists
-        for file in intents.files([path]):
+        named = not os.path.isdir(path)  # a folder's files may hold anything else a kustomization lists
+        try:
+            listed = intents.files([path])
+        except InvalidInput as err:  # a folder that cannot be listed
+            problems += err.problems
+            continue
+        for file in listed:
+            real = os.path.realpath(file)
+            if real in seen:  # the same file named twice (a folder and a file in it): read once
+                continue
+            seen.add(real)
             shown = os.path.relpath(file, relative_to).replace(os.sep, "/") if relative_to else file
             try:
                 documents = source.parse_file(file, shown)
@@ -95,7 +104,10 @@ def empty_folders(paths: list[str], found: list[Intent]) -> list[Problem]:
         inside = os.path.join(os.path.abspath(folder), "")
         if any(os.path.abspath(intent.file).startswith(inside) for intent in found):
             continue
-        count = len(intents.files([folder]))
+        try:
+            count = len(intents.files([folder]))
+        except InvalidInput:
+            continue  # load_intents said why it cannot be listed
         problems.append(Problem(
             f"no TrainingJob in the {count} YAML file(s) under this folder (in a folder, files without a "
             f"TrainingJob are passed over, as other resources of a kustomization); {_JOB_FILE}", file=folder))

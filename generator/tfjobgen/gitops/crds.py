@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from ..inputs import source
+
 KUBERNETES_VERSION = "1.32"
 
 
@@ -42,16 +44,16 @@ def load(directory: Path) -> dict[tuple[str, str, str], dict]:
     """(group, version, kind) -> JSON Schema, for every CRD document in the folder's YAML files."""
     schemas = {}
     for path in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
-        with open(path, encoding="utf-8") as handle:
-            for document in yaml.load_all(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-                if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
-                    continue
-                spec = document["spec"]
-                for version in spec.get("versions", []):
-                    schema = (version.get("schema") or {}).get("openAPIV3Schema")
-                    if schema:
-                        key = (spec["group"], version["name"], spec["names"]["kind"])
-                        schemas[key] = to_json_schema(schema)
+        text = source.read_text(str(path), source.MAX_STREAM_BYTES)  # the one reader: regular files, bounded
+        for document in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
+                continue
+            spec = document["spec"]
+            for version in spec.get("versions", []):
+                schema = (version.get("schema") or {}).get("openAPIV3Schema")
+                if schema:
+                    key = (spec["group"], version["name"], spec["names"]["kind"])
+                    schemas[key] = to_json_schema(schema)
     return schemas
 
 

@@ -192,7 +192,13 @@ def run(root: Path, base_ref: str, output: str | None = None, crd_dir: str | Non
     report = make_report(root, base_ref, crd_dir, place)
     text = markdown.to_markdown(report)
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        from ..kit import files
+
+        try:
+            files.write_file(output, text)
+        except files.WriteFailed as failed:
+            print(f"tfjobgen diff: {failed}", file=err)
+            return 2
     else:
         out.write(text)
     for problem in report.problems:

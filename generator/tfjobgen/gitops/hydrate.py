@@ -19,6 +19,7 @@ from pathlib import Path
 from ..expand import emit
 from ..inputs import intents
 from ..inputs.problems import Problem, distinct
+from ..kit.files import WriteFailed, write_files
 from . import build, checks, deliver, object_meta, tree
 
 FIX_COMMAND = "tfjobgen hydrate"  # also `make rendered`
@@ -121,18 +122,14 @@ def differences(wanted: dict[str, bytes], have: dict[str, bytes]) -> list[tuple[
 
 
 def write(root: Path, wanted: dict[str, bytes], changes: list[tuple[str, str]]) -> None:
-    for change, path in changes:
-        target = root / path
-        if change == "removed":
-            target.unlink()
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.tmp")
-        temporary.write_bytes(wanted[path])
-        os.replace(temporary, target)
-    for folder in sorted((p for p in (root / tree.RENDERED).rglob("*") if p.is_dir()), reverse=True):
-        if not any(folder.iterdir()):
-            folder.rmdir()
+    """Every change, or none (WriteFailed): a failed write leaves rendered/ exactly as it was."""
+    write_files({str(root / path): None if change == "removed" else wanted[path] for change, path in changes},
+                      prune_under=str(root / tree.RENDERED))
+
+
+def _relative(message: str, root: Path) -> str:
+    """A message with the repository's paths as the user knows them (relative to its root)."""
+    return message.replace(f"{root}{os.sep}", "")
 
 
 def run(root: Path, check_only: bool, out=sys.stdout, err=sys.stderr) -> int:
@@ -159,7 +156,11 @@ def run(root: Path, check_only: bool, out=sys.stdout, err=sys.stderr) -> int:
               f"Fix: run `{FIX_COMMAND}` (or `make rendered`) from the repository root and commit rendered/.",
               file=err)
         return 1
-    write(root, wanted, changes)
+    try:
+        write(root, wanted, changes)
+    except WriteFailed as failed:
+        print(f"tfjobgen hydrate: {_relative(str(failed), root)}; rendered/ was left as it was", file=err)
+        return 1
     counts = {c: sum(1 for change, _ in changes if change == c) for c in ("added", "changed", "removed")}
     print(f"rendered/: {len(wanted)} files, {counts['added']} added, {counts['changed']} changed, "
           f"{counts['removed']} removed", file=out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
@@ -64,18 +65,42 @@ def _is_candidate(name: str) -> bool:
 
 
 def files(paths: list[str]) -> list[str]:
-    """Files named, and the YAML files under folders named (hidden ones and kustomizations left out), sorted."""
-    found = []
+    """Files named, and the YAML files under folders named (hidden ones and kustomizations left out), sorted;
+    each file once, however often it is named (a folder and a file in it, `job.yaml ./job.yaml`).
+
+    A path that is not there raises FileNotFoundError; anything else named is listed, whatever it is, so
+    that the one reader (source.read_bytes) says what it is when it is no regular file. A folder that
+    cannot be listed is InvalidInput: its files are not "none".
+    """
+    found, seen = [], set()
+
+    def add(file: str) -> None:
+        real = os.path.realpath(file)
+        if real not in seen:
+            seen.add(real)
+            found.append(file)
+
     for path in paths:
-        if os.path.isdir(path):
-            for folder, subfolders, names in os.walk(path):
-                subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
-                found += [os.path.join(folder, n) for n in sorted(names) if _is_candidate(n)]
-        elif os.path.isfile(path):
-            found.append(path)
-        else:
-            raise FileNotFoundError(errno.ENOENT, "no such file or folder", path)
+        try:
+            is_folder = stat.S_ISDIR(os.stat(path).st_mode)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no such file or folder", path) from None
+        except OSError:
+            is_folder = False  # a path that cannot be looked at: the reader says why
+        if not is_folder:
+            add(path)
+            continue
+        for folder, subfolders, names in os.walk(path, onerror=_unlistable):
+            subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+            for name in sorted(names):
+                if _is_candidate(name):
+                    add(os.path.join(folder, name))
     return found
+
+
+def _unlistable(err: OSError) -> None:
+    why = source.cannot_read(err).removeprefix("cannot read: ")
+    raise InvalidInput([Problem(f"cannot list the folder: {why}", file=err.filename or "")])
 
 
 def kustomization_file(directory: str) -> str | None:
@@ -134,7 +159,11 @@ def unlisted(paths: list[str]) -> list[Problem]:
             continue
         kustomization = kustomization_file(folder)
         listed = {os.path.normpath(e) for e in data.get("resources") or [] if isinstance(e, str)}
-        for name in sorted(os.listdir(folder)):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue  # files() said why it cannot be listed
+        for name in names:
             if _is_candidate(name) and name not in listed:
                 problems.append(Problem(
                     f"not listed in {kustomization}, so no overlay builds it: add '- {name}' under resources",

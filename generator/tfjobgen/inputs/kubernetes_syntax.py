@@ -15,6 +15,7 @@ import re
 from .problems import Problem, field_path
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 NAME_MAX, PREFIX_MAX = 63, 253
 ANNOTATIONS_MAX = 256 << 10  # keys and values of all of an object's annotations, in bytes
@@ -36,6 +37,15 @@ def key_name_problem(key: str, lower_prefix: bool) -> str:
         return f"the name after the prefix is {len(name)} characters; at most {NAME_MAX}"
     if not _NAME.match(name):
         return f"'{name}' has characters Kubernetes does not allow"
+    return ""
+
+
+def dns_label_problem(name: str) -> str:
+    """What keeps `name` from being a DNS label (RFC 1123, as namespaces and job names are), "" when it is one."""
+    if len(name) > NAME_MAX:
+        return f"it has {len(name)} characters; at most {NAME_MAX}"
+    if not _DNS_LABEL.match(name):
+        return "use only lower-case letters, digits and '-', starting and ending with a letter or digit"
     return ""
 
 

@@ -8,9 +8,11 @@ keys are errors instead of silently keeping the last one.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,16 +54,79 @@ class Document:
 
 def read_text(path: str, limit: int = MAX_FILE_BYTES) -> str:
     """A file's text, refusing huge or non-UTF-8 files with a clear problem."""
+    return decode(read_bytes(path, limit), path)
+
+
+def read_bytes(path: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes: every file a command is given is read here.
+
+    Anything else is refused in one line that says what the path is: a named pipe or a device would
+    block or never end, a folder is not a file. The file is opened without waiting (O_NONBLOCK) and
+    looked at again once open, so a path swapped for a pipe between the two looks cannot block either.
+    """
     try:
-        size = os.stat(path).st_size
-        if size > limit:
-            raise InvalidInput([Problem(
-                f"file is {size / (1 << 20):.1f} MiB; inputs are limited to {limit >> 20} MiB", file=path)])
-        with open(path, "rb") as handle:
-            raw = handle.read(limit + 1)
+        _refuse_special(os.stat(path).st_mode, path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
-        raise InvalidInput([Problem(f"cannot read: {err.strerror}", file=path)]) from None
-    return decode(raw, path)
+        raise InvalidInput([Problem(cannot_read(err), file=path)]) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        _refuse_special(info.st_mode, path)
+        if info.st_size > limit:
+            raise InvalidInput([_too_big(info.st_size, limit, path)])
+        try:
+            raw = handle.read(limit + 1)
+        except OSError as err:
+            raise InvalidInput([Problem(cannot_read(err), file=path)]) from None
+    if len(raw) > limit:  # it grew since fstat
+        raise InvalidInput([_too_big(len(raw), limit, path)])
+    return raw
+
+
+def read_stream(stream, source: str, limit: int | None = None) -> str:
+    """Standard input (or any binary stream), bounded as files are: at most `limit` bytes (default
+    MAX_STREAM_BYTES, a whole build), UTF-8."""
+    limit = MAX_STREAM_BYTES if limit is None else limit
+    raw = stream.read(limit + 1)
+    if len(raw) > limit:
+        raise InvalidInput([Problem(f"input is larger than {limit >> 20} MiB", file=source)])
+    return decode(raw, source)
+
+
+_SPECIAL = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def what_it_is(mode: int) -> str:
+    """'a named pipe', 'a directory', ... for a file mode; '' for a regular file."""
+    if stat.S_ISREG(mode):
+        return ""
+    return next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+
+
+def _refuse_special(mode: int, path: str) -> None:
+    what = what_it_is(mode)
+    if what:
+        right = "name the YAML file in it" if stat.S_ISDIR(mode) else "save the YAML in a file and name that"
+        raise InvalidInput([Problem(f"cannot read: is {what}, not a regular file; tfjobgen reads regular files "
+                                    f"only: {right}", file=path)])
+
+
+def cannot_read(err: OSError) -> str:
+    """Why an OSError stopped a read, in a line that says what would be right."""
+    if err.errno == errno.ENOENT:
+        return "cannot read: no such file: check the path"
+    if err.errno in (errno.EACCES, errno.EPERM):
+        return "cannot read: permission denied: make it readable for this user, or name a copy"
+    if err.errno == errno.ENOTDIR:
+        return "cannot read: a folder in its path is a file: check the path"
+    if err.errno == errno.ELOOP:
+        return "cannot read: too many levels of symbolic links: check the path"
+    return f"cannot read: {(err.strerror or str(err)).lower()}"
+
+
+def _too_big(size: int, limit: int, path: str) -> Problem:
+    return Problem(f"file is {size / (1 << 20):.1f} MiB; inputs are limited to {limit >> 20} MiB", file=path)
 
 
 def decode(raw: bytes, source: str) -> str:
@@ -101,10 +166,10 @@ def parse_file(path: str, source: str) -> list[Document]:
     what they get: everything that changes a document works on a copy (schema.with_defaults).
     """
     try:
-        stat = os.stat(path)
+        info = os.stat(path)
     except OSError:
         return parse_documents(read_text(path), source)  # read_text says why it cannot be read
-    return list(_parsed(path, source, stat.st_mtime_ns, stat.st_size))
+    return list(_parsed(path, source, info.st_mtime_ns, info.st_size))
 
 
 @functools.lru_cache(maxsize=8192)

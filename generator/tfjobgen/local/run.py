@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .. import backends
 from ..expand import pipeline
-from ..kit import owned
+from ..kit import files, owned
 from ..shared import contract
 from . import machine, scrape, shape, summary, tasks
 from .progress import Progress
@@ -47,10 +47,25 @@ def main(args) -> int:
         return EXIT_CANNOT_RUN
     if prepared is None:
         return EXIT_FAIL  # the job itself has errors (printed)
+    try:
+        if args.report:
+            files.check(args.report)  # now, not after the whole run
+        if args.work_dir:
+            os.makedirs(args.work_dir, exist_ok=True)
+    except files.WriteFailed as err:
+        print(f"tfjobgen run-local: {err}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    except OSError as err:
+        print(f"tfjobgen run-local: cannot write {args.work_dir}: {files.why(err, args.work_dir)}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
     request, counts, training = prepared.request, prepared.shape.counts, prepared.request.training or {}
     run_dir = os.path.abspath(args.work_dir or os.path.join(
         tempfile.gettempdir(), "tfjobgen-run-local", f"{request.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"))
-    os.makedirs(run_dir, exist_ok=True)
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+    except OSError as err:
+        print(f"tfjobgen run-local: cannot write {run_dir}: {files.why(err, run_dir)}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
     steps = (prepared.overrides.steps or training["steps"]) if request.uses_runtime else 0
     startup_timeout = prepared.overrides.startup_timeout or training.get("startupTimeoutSeconds", 300)
     progress.line(f"run-local: {request.name} ({request.api}, {request.protocol}): "
@@ -68,13 +83,17 @@ def main(args) -> int:
         # everything started is stopped and the whole cluster starts again on new ports.
         ports = owned.free_ports(tasks.ports_needed(request, counts))
         try:
-            local_tasks, notices, files = tasks.build(request, counts, ports, run_dir, prepared.overrides,
+            local_tasks, notices, task_files = tasks.build(request, counts, ports, run_dir, prepared.overrides,
                                                       machine.detect().cpus)
         except LocalError as err:
             print(f"tfjobgen run-local: {err}", file=sys.stderr)
             return EXIT_CANNOT_RUN
-        write_files(files)
-        scrape_config = scrape.write(run_dir, local_tasks, request.pods[0].namespace)
+        scrape_config, scrape_text = scrape.file(run_dir, local_tasks, request.pods[0].namespace)
+        try:
+            write_files({**task_files, scrape_config: scrape_text})
+        except files.WriteFailed as err:
+            print(f"tfjobgen run-local: {err}", file=sys.stderr)
+            return EXIT_CANNOT_RUN
         for notice in notices + [f"a Prometheus scrape config for them: {scrape_config}"] if attempt == 1 else ():
             progress.line(f"run-local: {notice}")
         supervisor = Supervisor(
@@ -100,8 +119,12 @@ def main(args) -> int:
     print()
     print(summary.render(result, training.get("batchSize"), training.get("partitioner")))
     if args.report:
-        with open(args.report, "w", encoding="utf-8") as out:
-            json.dump(summary.as_dict(result, request.name, counts), out, indent=2, default=str)
+        try:
+            files.write_file(args.report, json.dumps(summary.as_dict(result, request.name, counts), indent=2,
+                                                     default=str))
+        except files.WriteFailed as err:
+            print(f"tfjobgen run-local: {err}", file=sys.stderr)
+            return EXIT_FAIL
     if result.interrupted:
         return EXIT_INTERRUPTED
     return EXIT_PASS if summary.verdict(result)[0] else EXIT_FAIL
@@ -189,12 +212,9 @@ def prepare(args) -> Prepared | None:
     return Prepared(request, chosen, overrides, notices, chief)
 
 
-def write_files(files: dict[str, str]) -> None:
-    """The files tasks.build says the tasks read (path -> text), their folders made."""
-    for path, text in files.items():
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as out:
-            out.write(text)
+def write_files(written: dict[str, str]) -> None:
+    """The files tasks.build says the tasks read (path -> text), their folders made: all or none (WriteFailed)."""
+    files.write_files(written, make_folders=True)
 
 
 def _has_star_server() -> bool:

@@ -34,9 +34,6 @@ def config(tasks: list[LocalTask], namespace: str, rule_files: tuple[str, ...] =
     }
 
 
-def write(run_dir: str, tasks: list[LocalTask], namespace: str) -> str:
-    """The config's path (FILE_NAME in the run's directory)."""
-    path = os.path.join(run_dir, FILE_NAME)
-    with open(path, "w", encoding="utf-8") as out:
-        yaml.safe_dump(config(tasks, namespace), out, sort_keys=True)
-    return path
+def file(run_dir: str, tasks: list[LocalTask], namespace: str) -> tuple[str, str]:
+    """The config's path (FILE_NAME in the run's directory) and its text, for run.write_files."""
+    return os.path.join(run_dir, FILE_NAME), yaml.safe_dump(config(tasks, namespace), sort_keys=True)

@@ -16,8 +16,9 @@ class ChartError(Exception):
     """The picture cannot be drawn: one line saying why and what to do."""
 
 
-def draw(plans: list[Plan], path: str, title: str = "") -> None:
-    """One panel per plan (a job), written to `path` as PNG with fixed metadata (same input, same bytes)."""
+def draw(plans: list[Plan], path, title: str = "") -> None:
+    """One panel per plan (a job), written to `path` (a file name or a binary file) as PNG with fixed metadata
+    (same input, same bytes)."""
     try:
         import matplotlib
 

@@ -32,7 +32,6 @@ def register(commands) -> None:
 
 def run(args) -> int:
     import json
-    import os
 
     from ..concerns.workload import PlanError, from_checkpoint, of_job
     from ..expand import pipeline
@@ -71,21 +70,18 @@ def run(args) -> int:
         plans.append(report.make(job, profile, workload, intent.data))
 
     if args.png:
+        import io
+
+        from ..kit import files
         from . import chart
 
-        partial = f"{args.png}.partial-{os.getpid()}"
+        picture = io.BytesIO()
         try:
-            chart.draw(plans, partial)
-            os.replace(partial, args.png)  # nothing half-written under the name asked for
-        except chart.ChartError as err:
+            chart.draw(plans, picture)
+            files.write_file(args.png, picture.getvalue())  # nothing half-written under the name asked for
+        except (chart.ChartError, files.WriteFailed) as err:
             print(f"tfjobgen plan: {err}", file=sys.stderr)
             return EXIT_INVALID
-        except OSError as err:
-            print(f"tfjobgen plan: cannot write {args.png}: {err.strerror}", file=sys.stderr)
-            return EXIT_INVALID
-        finally:
-            if os.path.exists(partial):
-                os.remove(partial)
     if args.format == "json":
         data = [report.as_json(p) for p in plans]
         sys.stdout.write(json.dumps(data[0] if len(data) == 1 else data, indent=2, sort_keys=True) + "\n")

@@ -53,11 +53,15 @@ def _status(args) -> int:
     if usage:
         print(f"tfjobgen status: {usage}", file=sys.stderr)
         return EXIT_USAGE
+    from ..inputs.kubernetes_syntax import dns_label_problem
     from .read import Reader, StatusError
 
     try:
         reader = Reader(args.kubeconfig, args.context)
         namespace = args.namespace or reader.default_namespace
+        if dns_label_problem(namespace):
+            raise StatusError(f"the kubeconfig's context names the namespace {namespace!r}, which is no DNS-1123 "
+                              f"label: {dns_label_problem(namespace)}; name one with -n NAMESPACE")
         if args.name is None:
             return _list(reader, None if args.all_namespaces else namespace, args.format)
         return _one(reader, namespace, args)
@@ -67,6 +71,13 @@ def _status(args) -> int:
 
 
 def _usage_problem(args) -> str:
+    from ..inputs.kubernetes_syntax import dns_label_problem
+
+    # Both go into request paths and a label selector: anything else could reach other paths or select more.
+    if args.name is not None and dns_label_problem(args.name):
+        return f"NAME {args.name!r}: a job name is a DNS-1123 label: {dns_label_problem(args.name)}"
+    if args.namespace is not None and dns_label_problem(args.namespace):
+        return f"-n {args.namespace}: a namespace is a DNS-1123 label: {dns_label_problem(args.namespace)}"
     if args.name and args.all_namespaces:
         return "-A lists the jobs of every namespace; name one job with -n NAMESPACE instead"
     if args.watch and not args.name:
