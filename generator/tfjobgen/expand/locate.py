@@ -13,7 +13,7 @@ import dataclasses
 import json
 import os
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from ..inputs import intents, source
 from ..inputs.problems import InvalidInput, Problem
@@ -53,24 +53,31 @@ def find_intents(root: str, limit: int = 20000) -> dict[tuple[str, str], tuple[s
     return found
 
 
-def name_affixes(root: str) -> list[tuple[str, str]]:
-    """Every (prefix, suffix) the kustomizations reached from root may have added to a name, longest first:
-    kustomize adds a base's namePrefix and nameSuffix, then its overlay's around them."""
-    chains: list[tuple[str, str]] = [("", "")]
-    pending, seen = [(os.path.abspath(root), "", "")], set()
+def _kustomizations(root: str) -> Iterator[tuple[str, dict, str]]:
+    """(folder, kustomization, the folder that listed it: "" for root) for every kustomization reached from root
+    through local resources, an overlay before its bases, each once."""
+    pending, seen = [(os.path.abspath(root), "")], set()
     while pending:
-        folder, prefix, suffix = pending.pop()
+        folder, parent = pending.pop()
         if folder in seen or not os.path.isdir(folder):
             continue
         seen.add(folder)
         data = intents.read_kustomization(folder)
         if data is None:
             continue
+        yield folder, data, parent
+        pending.extend((path, folder) for path in reversed(intents.local_resources(folder, data)))
+
+
+def name_affixes(root: str) -> list[tuple[str, str]]:
+    """Every (prefix, suffix) the kustomizations reached from root may have added to a name, longest first:
+    kustomize adds a base's namePrefix and nameSuffix, then its overlay's around them."""
+    chains = {"": ("", "")}
+    for folder, data, parent in _kustomizations(root):
+        above_prefix, above_suffix = chains[parent]
         own_prefix, own_suffix = (data.get(key) if isinstance(data.get(key), str) else "" for key in NAME_CHANGES)
-        prefix, suffix = prefix + own_prefix, own_suffix + suffix
-        chains.append((prefix, suffix))
-        pending.extend((path, prefix, suffix) for path in intents.local_resources(folder, data))
-    return sorted(set(chains), key=lambda chain: -len(chain[0] + chain[1]))
+        chains[folder] = (above_prefix + own_prefix, own_suffix + above_suffix)
+    return sorted(set(chains.values()), key=lambda chain: -len(chain[0] + chain[1]))
 
 
 def find_annotated(root: str, path: str, index: int | None, ref,
@@ -188,16 +195,7 @@ def _patches(root: str) -> list[_Patched]:
     """What every patch of the kustomizations reached from root writes, in the order kustomize applies them:
     a kustomization's resources (its bases) are built, patches and all, before its own patches run."""
     by_folder: list[list[_Patched]] = []  # in the order folders are reached: an overlay before its bases
-    pending, seen = [os.path.abspath(root)], set()
-    while pending:
-        folder = pending.pop()
-        if folder in seen or not os.path.isdir(folder):
-            continue
-        seen.add(folder)
-        data = intents.read_kustomization(folder)
-        if data is None:
-            continue
-        pending.extend(reversed(intents.local_resources(folder, data)))
+    for folder, data, _ in _kustomizations(root):
         kustomization = intents.kustomization_file(folder)
         parsed = _documents(kustomization)
         if not parsed:
