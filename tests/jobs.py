@@ -27,6 +27,21 @@ from tfjobgen.shared import contract
 # Every example job file of jobs/ (each a TrainingJob; the kustomization lists them).
 JOB_FILES = sorted(p for p in JOBS.glob("*.yaml") if p.name != "kustomization.yaml")
 
+# The smallest valid job, written out line by line: tests that assert the line of a problem edit it.
+SMALL_JOB = """\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata:
+  name: ok
+  namespace: ml
+spec:
+  image: registry.example.com/x:1
+  roles:
+    ps: {replicas: 2, cpu: 4, memory: 8Gi}
+    worker: {replicas: 4, cpu: 2, memory: 4Gi}
+    chief: {cpu: 1, memory: 2Gi}
+"""
+
 IMAGE = "registry.example.com/x/y:1"
 ROLES = {"chief": {"cpu": 1, "memory": "1Gi"},
          "ps": {"replicas": 2, "cpu": 4, "memory": "8Gi"},

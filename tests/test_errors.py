@@ -9,20 +9,8 @@ from __future__ import annotations
 import textwrap
 
 from conftest import run_tfjobgen
+from jobs import SMALL_JOB as GOOD
 
-GOOD = """\
-apiVersion: tfjobgen.dev/v1alpha1
-kind: TrainingJob
-metadata:
-  name: ok
-  namespace: ml
-spec:
-  image: registry.example.com/x:1
-  roles:
-    ps: {replicas: 2, cpu: 4, memory: 8Gi}
-    worker: {replicas: 4, cpu: 2, memory: 4Gi}
-    chief: {cpu: 1, memory: 2Gi}
-"""
 
 
 def job(**replace: str) -> str:

@@ -20,23 +20,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from jobs import SMALL_JOB as GOOD
 
 from tfjobgen import cli
 from tfjobgen.inputs import source
 
-GOOD = """\
-apiVersion: tfjobgen.dev/v1alpha1
-kind: TrainingJob
-metadata:
-  name: ok
-  namespace: ml
-spec:
-  image: registry.example.com/x:1
-  roles:
-    ps: {replicas: 2, cpu: 4, memory: 8Gi}
-    worker: {replicas: 4, cpu: 2, memory: 4Gi}
-    chief: {cpu: 1, memory: 2Gi}
-"""
 DEADLINE = 20  # seconds: a command that takes longer is blocked
 
 

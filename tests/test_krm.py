@@ -313,16 +313,22 @@ spec:
 """
 
 
-def test_a_value_an_overlay_patched_is_reported_at_the_patch(tmp_path):
-    """kustomize hands the function the patched intent: a problem of a patched value points at the patch
-    (an inline one in the kustomization, or a patch file) and says what the job file has."""
+def _repository(tmp_path, jobs_kustomization: str, overlay_kustomization: str):
+    """A repository with jobs/wide-deep.yaml and overlays/x, each kustomization as given: overlays/x's folder."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "jobs").mkdir()
     (tmp_path / "jobs" / "wide-deep.yaml").write_text(JOB)
-    (tmp_path / "jobs" / "kustomization.yaml").write_text("resources:\n- wide-deep.yaml\n")
+    (tmp_path / "jobs" / "kustomization.yaml").write_text(jobs_kustomization)
     overlay = tmp_path / "overlays" / "x"
     overlay.mkdir(parents=True)
-    (overlay / "kustomization.yaml").write_text(PATCHES)
+    (overlay / "kustomization.yaml").write_text(overlay_kustomization)
+    return overlay
+
+
+def test_a_value_an_overlay_patched_is_reported_at_the_patch(tmp_path):
+    """kustomize hands the function the patched intent: a problem of a patched value points at the patch
+    (an inline one in the kustomization, or a patch file) and says what the job file has."""
+    overlay = _repository(tmp_path, "resources:\n- wide-deep.yaml\n", PATCHES)
     (overlay / "chief.yaml").write_text(CHIEF_PATCH)
     worker_line = next(n for n, text in enumerate(JOB.splitlines(), 1) if "worker: {replicas: 32" in text)
     replicas = _intent(**{"spec.roles.worker.replicas": 0})  # what kustomize makes of it, one patch at a time
@@ -349,15 +355,9 @@ def test_a_name_too_long_after_the_overlays_name_prefix_is_reported_at_the_prefi
     """namePrefix and nameSuffix reach the intent before the function runs: a generated name too long because
     of them points at the kustomization line that adds them (the base's and the overlay's add up), and says
     what the job file has, as a namespace the overlay sets does."""
-    (tmp_path / ".git").mkdir()
-    (tmp_path / "jobs").mkdir()
-    (tmp_path / "jobs" / "wide-deep.yaml").write_text(JOB)
-    (tmp_path / "jobs" / "kustomization.yaml").write_text("resources:\n- wide-deep.yaml\nnameSuffix: -b\n")
-    overlay = tmp_path / "overlays" / "x"
-    overlay.mkdir(parents=True)
-    (overlay / "kustomization.yaml").write_text(
-        "resources:\n- ../../jobs\nnamePrefix: team-recommendation-platform-ranking-experiments-\n"
-        "transformers:\n- cluster-profile.yaml\n")
+    overlay = _repository(tmp_path, "resources:\n- wide-deep.yaml\nnameSuffix: -b\n",
+                          "resources:\n- ../../jobs\nnamePrefix: team-recommendation-platform-ranking-experiments-\n"
+                          "transformers:\n- cluster-profile.yaml\n")
     built = _intent()
     built["metadata"]["name"] = "team-recommendation-platform-ranking-experiments-wide-deep-b"
     _, problems = krm.expand_items([built], pipeline.profile_from(PROFILE), str(overlay))
