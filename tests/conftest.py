@@ -18,6 +18,7 @@ import types
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
@@ -186,10 +187,42 @@ CRD_DIR = Path(os.environ.get("TFJOBGEN_CRD_DIR") or REPO.parent / "shared" / "c
 
 
 def crd_dir() -> Path:
-    """The upstream CRDs' folder, or skip (fail under .ci/run) when it is absent."""
-    return Path(need("upstream CRDs", str(CRD_DIR) if CRD_DIR.is_dir() else None,
-                     f"expected the upstream CRD folder at {CRD_DIR} (../shared/crds from the repository root, "
-                     "or set TFJOBGEN_CRD_DIR)"))
+    """The CRDs objects are validated against, one file per CRD: each from the release the local cluster runs
+    (cluster-tools/versions.yaml's assets, once `make cluster-tools` built them), the others (Prometheus
+    Operator's: no family builds it) from the upstream folder. Skips (fails under .ci/run) when that is absent."""
+    upstream = Path(need("upstream CRDs", str(CRD_DIR) if CRD_DIR.is_dir() else None,
+                         f"expected the upstream CRD folder at {CRD_DIR} (../shared/crds from the repository root, "
+                         "or set TFJOBGEN_CRD_DIR)"))
+    built = built_crds()
+    merged = Path(tempfile.gettempdir()) / f"tfjobgen-crds-{os.getpid()}"
+    if not merged.is_dir():
+        merged.mkdir()
+        for path in sorted(upstream.glob("*.y*ml")):
+            texts = [built.get(_crd_name(document), yaml.safe_dump(document))
+                     for document in yaml.safe_load_all(path.read_text()) if document]
+            (merged / path.name).write_text("---\n".join(texts))
+    return merged
+
+
+def built_crds() -> dict[str, str]:
+    """CRD name -> its YAML, from every built family's assets (the releases the local cluster installs)."""
+    from tfjobgen.cluster import tools
+
+    found = {}
+    for family in tools.families():
+        if not family.installed_in.is_dir():
+            continue
+        for asset in family.assets:
+            root = family.asset(asset)
+            for path in sorted([root] if root.is_file() else root.rglob("*.yaml")):
+                for document in yaml.safe_load_all(path.read_text()):
+                    if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
+                        found[_crd_name(document)] = yaml.safe_dump(document)
+    return found
+
+
+def _crd_name(document: dict) -> str:
+    return str((document.get("metadata") or {}).get("name", ""))
 
 
 @uses("kubectl")

@@ -51,6 +51,25 @@ def test_every_shell_step_of_the_workflows_passes_shellcheck(workflow, tmp_path)
         assert proc.returncode == 0, f"{workflow.name}, job {job}, step {step.get('name', number)}:\n{proc.stdout}"
 
 
+def test_every_pin_of_a_controller_release_is_the_one_the_local_cluster_runs():
+    """One source of versions: the CRDs the workflows fetch, and the Argo CD the plugin sidecar takes its
+    kustomize from, are the releases cluster-tools/versions.yaml builds and the tests validate against
+    (conftest.crd_dir)."""
+    versions = yaml.safe_load((REPO / "cluster-tools" / "versions.yaml").read_text())
+    families = {"argocd": "argocd", "argo-cd": "argocd", "ARGOCD_REF": "argocd", "training-operator":
+                "training-operator", "TRAINING_OPERATOR_REF": "training-operator", "jobset": "jobset",
+                "JOBSET_REF": "jobset"}
+    pin = re.compile(r"\b(argo-cd|argocd|training-operator|jobset|ARGOCD_REF|TRAINING_OPERATOR_REF|JOBSET_REF)"
+                     r"(?:/|:|: )(v\d+\.\d+\.\d+)\b")
+    files = sorted((REPO / ".github" / "workflows").glob("*.yml")) + [REPO / "argocd" / "plugin" / "Dockerfile"]
+    found = [(path.relative_to(REPO), name, version) for path in files
+             for name, version in pin.findall(path.read_text())]
+    assert {families[name] for _, name, _ in found} == {"argocd", "training-operator", "jobset"}, found
+    drift = [f"{path}: {name} {version}, versions.yaml {versions[families[name]]['version']}"
+             for path, name, version in found if version != versions[families[name]]["version"]]
+    assert not drift, "pins that differ from cluster-tools/versions.yaml:\n" + "\n".join(drift)
+
+
 def test_the_gitops_workflow_runs_on_every_change_a_build_reads():
     """A pull request touching anything `tfjobgen diff` builds from must get the diff comment."""
     workflow = yaml.safe_load((REPO / ".github" / "workflows" / "gitops.yml").read_text())
