@@ -368,4 +368,8 @@ def test_a_failed_argo_cd_start_says_why_and_leaves_nothing_running(tmp_path):
     assert "tfjobgen cluster up: argocd-cmp-server exited with code" in proc.stderr
     assert "kind should be ConfigManagementPlugin, found ConfigManagementPlugins" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert leftovers(SESSION_HOME / "argocd-refused") == [] and not (SESSION_HOME / "argocd-refused").exists()
+    # Nothing runs; only the logs stay, for the one the message points at, until the next up or down of the name.
+    folder = SESSION_HOME / "argocd-refused"
+    assert leftovers(folder) == [] and sorted(p.name for p in folder.iterdir()) == ["logs"]
+    assert f"(its log: {folder / 'logs'}" in proc.stderr, proc.stderr
+    assert tfjobgen("cluster", "down", "--name", "argocd-refused").returncode == 0 and not folder.exists()
