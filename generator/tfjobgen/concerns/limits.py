@@ -178,8 +178,8 @@ def check(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[Pro
          f"string over {ENV_STRING_MAX:,} bytes (MAX_ARG_STRLEN), so no container could start"),
         ("environment", ENVIRONMENT_MAX - ENVIRONMENT_ROOM,
          f"a pod's environment and command line would be {found.environment:,} bytes; Linux refuses more than "
-         f"{ENVIRONMENT_MAX:,} for the command line and environment together (a quarter of the usual 8 MiB stack limit), and the "
-         f"image's own variables need room too"),
+         f"{ENVIRONMENT_MAX:,} for the command line and environment together (a quarter of the usual 8 MiB stack "
+         "limit), and the image's own variables need room too"),
         ("config_map", CONFIG_MAP_MAX,
          f"the job's ConfigMap would hold {found.config_map:,} bytes; the API server refuses more than "
          f"{CONFIG_MAP_MAX:,}"),
