@@ -29,6 +29,7 @@ from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
 
 DNS_LABEL_MAX = 63  # the schema checks the characters; this module checks what names grow into
+DNS_NAME_MAX = 253  # a whole DNS name, its labels and dots (RFC 1035's 255 octets on the wire)
 
 
 @dataclass(frozen=True)
@@ -123,3 +124,17 @@ def check(job: TrainingJob, naming: Naming) -> list[Problem]:
         f"Kubernetes allows {DNS_LABEL_MAX}: shorten the name to at most {room} characters",
         "metadata.name",
     )]
+
+
+def check_fully_qualified(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[Problem]:
+    """Each task's name, resolved through the pod's DNS search path, ends in the namespace and the profile's
+    clusterDomain: the longest, `<pod>.<service>.<namespace>.svc.<clusterDomain>`, must fit a DNS name, or
+    no lookup of it (TF_CONFIG's, StarServer's endpoint map) succeeds."""
+    hosts = [f"{naming.hostname(job, role.name, role.replicas - 1)}.{service(job)}" for role in job.roles.values()]
+    longest = max((fully_qualified(job, profile, host) for host in hosts), key=len)
+    if len(longest) <= DNS_NAME_MAX:
+        return []
+    return [Problem(
+        f"a task's fully qualified name, '{longest}', would be {len(longest)} characters; DNS allows "
+        f"{DNS_NAME_MAX}: shorten metadata.name, metadata.namespace or the profile's clusterDomain "
+        f"('{profile.cluster_domain}')", "metadata.name")]

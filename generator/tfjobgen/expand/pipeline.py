@@ -202,7 +202,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[trainingjob.Train
     job = trainingjob.training_job(schema.with_defaults(intent.data, schema.TRAINING_JOB),
                                    frozenset(intent.data["spec"]))
     backend = backends.get(job.backend)
-    problems += names.check(job, backend.naming)
+    problems += names.check(job, backend.naming) + names.check_fully_qualified(job, profile, backend.naming)
     for check in (labels.check, container.check):
         problems += check(job)
     if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
