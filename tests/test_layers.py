@@ -144,6 +144,19 @@ def test_the_package_faces_import_nothing():
     assert not loaded, f"package faces that import tfjobgen modules: {loaded}"
 
 
+def test_every_package_face_lists_its_rooms():
+    """A newcomer opening a folder's __init__.py finds each of its modules and sub-folders named there."""
+    unlisted = []
+    for face in sorted(PACKAGE.rglob("__init__.py")):
+        text = ast.get_docstring(ast.parse(face.read_text(encoding="utf-8"))) or ""
+        rooms = sorted(p.stem for p in face.parent.iterdir() if p.suffix == ".py" and p.stem not in ("__init__",
+                                                                                                      "__main__"))
+        rooms += sorted(p.name for p in face.parent.iterdir() if (p / "__init__.py").is_file())
+        unlisted += [f"{face.parent.relative_to(PACKAGE.parent)}/{room}" for room in rooms
+                     if not re.search(rf"\b{re.escape(room)}\b", text)]
+    assert not unlisted, f"modules their package's face does not name: {unlisted}"
+
+
 def test_no_module_outside_the_backends_branches_on_a_backends_name():
     """Adding a backend is its module and a line in backends.BACKENDS: no other module compares anything with
     a backend's name. What the rest needs to know of a backend is on its Backend (Kueue: one_object)."""

@@ -10,7 +10,9 @@ spec.backend's enum in schemas/trainingjob.schema.json, and it is held to the
 tests every backend meets (tests/test_backends.py, tests/test_backend_objects.py).
 Nothing outside this package branches on a backend's name (tests/test_layers.py):
 what the rest needs to know of one is on its Backend (base.py).
-native.py, jobset.py and tfjob.py are the three there are (docs/design.md, "Three backends").
+native.py, jobset.py and tfjob.py are the three there are (docs/design.md, "Three backends"); base.py
+declares what a backend provides, common.py the objects every backend emits alike (the Service, the
+ConfigMap, the NetworkPolicy).
 """
 
 from __future__ import annotations

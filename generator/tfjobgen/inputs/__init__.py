@@ -11,6 +11,7 @@
     quantity           Kubernetes quantities (CPU, memory) as exact numbers
     problems           Problem: file, line, field and message, for the CLI and the KRM results
     kubernetes_syntax  Kubernetes' rules for label keys and values, DNS subdomains and tolerations
+    image_reference    image references as the kubelet parses them (distribution's grammar)
 
 Everything above reads inputs through here; nothing here imports anything above it
 (docs/design.md, "Layers"). This face imports nothing, to keep the KRM cold start lean.

@@ -3,6 +3,7 @@
     owned    ports and processes tfjobgen takes on this machine, and sweeping what it left behind
     table    plain-text tables for people: aligned columns, numbers right-aligned
     ps_load  the PS's load for people: bytes per PS, shares, max/mean against the balance goal
+    files    writing several files all or nothing (hydrate, run-local, plan --png, diff -o)
 
 Imported by planner/, local/, cluster/, gitops/ and status/; it imports shared/ only
 (docs/design.md, "Layers"). This face imports nothing.

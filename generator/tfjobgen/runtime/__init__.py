@@ -19,6 +19,8 @@ Modules, one concern each:
     tf2        chief (ParameterServerStrategy) and evaluator
     tf1        between-graph workers (MonitoredTrainingSession) and evaluator
     main       dispatch by role and api, errors -> one line and an exit code
+    ending     how a task ends when something fails for good, so no task keeps its cores
+    summaries  TensorBoard summaries of the chief's progress
 
 The partitioner rule, the reference model's variables and optimizer slots, and a
 PS's share of them are plain data and math that `tfjobgen plan` uses too: they live

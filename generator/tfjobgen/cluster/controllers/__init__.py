@@ -10,6 +10,12 @@ Every module here has:
 They run out of cluster, as local processes with the admin's kubeconfig; a webhook is served on
 127.0.0.1 with a certificate of the cluster's CA and registered by URL. One that cannot be built
 or started is left out: `cluster up` says so on stderr and starts the rest.
+
+    jobset              the JobSet controller and its webhooks
+    training_operator   Kubeflow's training-operator (TFJob), with or without a gang scheduler
+    volcano             Volcano's scheduler (PodGroups, task-topology)
+    scheduler_plugins   the coscheduling scheduler and its PodGroup controller
+    kueue               Kueue, admitting by quota
 """
 
 from __future__ import annotations
