@@ -54,11 +54,15 @@ def test_an_evicted_worker_is_replaced_without_counting_even_with_no_retries_lef
 
 def test_a_killed_ps_fails_the_chief_and_the_new_chief_resumes_from_the_checkpoint(tmp_path):
     report = passed(run_local(JOBS / "tf2-small.yaml", tmp_path, "--kill", "ps:1@150"))
-    assert report["tasks"]["ps:1"]["restarts"] == 1 and report["tasks"]["chief:0"]["restarts"] == 1
-    assert [int(r["step"]) for r in report["resumes"]] == [100]  # checkpointEverySteps 100
+    # The resumed chief may meet a worker whose gRPC channel to the new ps:1 is still in its reconnect
+    # backoff (UnavailableError within a second of every task being up): it fails once more, and the next
+    # chief resumes from the same checkpoint (1 run in 3 to 5 here). Both are the designed recovery.
+    chief_restarts = report["tasks"]["chief:0"]["restarts"]
+    assert report["tasks"]["ps:1"]["restarts"] == 1 and chief_restarts in (1, 2), report["tasks"]
+    assert [int(r["step"]) for r in report["resumes"]] == [100] * chief_restarts  # checkpointEverySteps 100
     steps = report["steps"]
     before = [s for s in steps if s["chief_run"] == 1]
-    after = [s for s in steps if s["chief_run"] == 2]
+    after = [s for s in steps if s["chief_run"] == chief_restarts + 1]
     assert before[-1]["step"] >= 150 and after[0]["step"] == 150  # the steps after ckpt-100 are redone
     assert abs(after[0]["loss"] - before[-1]["loss"]) < 0.05  # the loss goes on where it was
     assert int(report["final"]["step"]) >= 300
