@@ -72,8 +72,7 @@ def _passed_over(file: str, documents: list[source.Document]) -> list[Problem]:
     for document in documents:
         if intents.is_intent(document.data):
             continue
-        ref = intents.ref_of(document.data)
-        held = " ".join(part for part in (ref.kind or "a document without kind", ref.name) if part)
+        held = _held(document.data, "a document without kind")
         advice = ("name it with --profile" if intents.kind_of(document.data) == "profile" else
                   "kustomize build passes it through; give it a file of its own to keep the job file to jobs")
         problems.append(Problem(f"{held} is not a TrainingJob: tfjobgen reads only the jobs of this file and "
@@ -81,17 +80,25 @@ def _passed_over(file: str, documents: list[source.Document]) -> list[Problem]:
     return problems
 
 
+def _held(data, nameless: str = "a mapping without kind") -> str:
+    """What a document is, for a message about a file that holds something else: its kind and name, or its
+    shape."""
+    if isinstance(data, list):
+        return "a YAML list"
+    if not isinstance(data, dict):
+        return "a single value"
+    ref = intents.ref_of(data)
+    return " ".join(part for part in (ref.kind or nameless, ref.name) if part)
+
+
 def _no_intent_in(file: str, documents: list[source.Document]) -> Problem:
     """A file named on the command line that holds no TrainingJob: say what it holds instead."""
     if not documents:
         return Problem(f"no TrainingJob here: the file is empty; {_JOB_FILE}", file=file)
-    first = documents[0]
+    first, held = documents[0], _held(documents[0].data)
     if not isinstance(first.data, dict):
-        what = "a YAML list" if isinstance(first.data, list) else "a single value"
-        return Problem(f"no TrainingJob here: the file holds {what}; a job is a mapping with apiVersion: "
+        return Problem(f"no TrainingJob here: the file holds {held}; a job is a mapping with apiVersion: "
                        f"{trainingjob.API_VERSION} and kind: {trainingjob.KIND}", file=file, line=first.start_line)
-    ref = intents.ref_of(first.data)
-    held = " ".join(part for part in (ref.kind or "a mapping without kind", ref.name) if part)
     advice = "name it with --profile" if intents.kind_of(first.data) == "profile" else _JOB_FILE
     return Problem(f"no TrainingJob here: the file holds {held}; {advice}", file=file,
                    line=first.line_of("kind"))
@@ -136,13 +143,10 @@ def _not_one_profile(path: str, documents: list[source.Document], found: list[so
                        "give each its own file", file=path, line=found[1].start_line)
     if not documents:
         return Problem(f"no {PROFILE_KIND} here: the file is empty; {_PROFILE_FILE}", file=path)
-    first = documents[0]
+    first, held = documents[0], _held(documents[0].data)
     if not isinstance(first.data, dict):
-        what = "a YAML list" if isinstance(first.data, list) else "a single value"
-        return Problem(f"no {PROFILE_KIND} here: the file holds {what}; {_PROFILE_FILE}", file=path,
+        return Problem(f"no {PROFILE_KIND} here: the file holds {held}; {_PROFILE_FILE}", file=path,
                        line=first.start_line)
-    ref = intents.ref_of(first.data)
-    held = " ".join(part for part in (ref.kind or "a mapping without kind", ref.name) if part)
     advice = ("name the job file as an argument, and its cluster's profile with --profile"
               if intents.kind_of(first.data) == "intent" else _PROFILE_FILE)
     return Problem(f"no {PROFILE_KIND} here: the file holds {held}; {advice}", file=path, line=first.line_of("kind"))

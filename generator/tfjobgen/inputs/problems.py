@@ -25,6 +25,14 @@ def _invisible(char: str) -> bool:
     return char != " " and unicodedata.category(char) in ("Cc", "Cf", "Zs", "Zl", "Zp", "Co", "Cn")
 
 
+def character_name(char: str) -> str:
+    """A character's Unicode name, as messages give it (TAB, NULL, BYTE ORDER MARK for the ones whose own
+    names say less)."""
+    import unicodedata
+
+    return _NAMES.get(char) or unicodedata.name(char, "a control character")
+
+
 def invisible_characters(text: str) -> list[str]:
     """The distinct invisible characters of `text`, in order."""
     if text.isascii() and text.isprintable():
@@ -38,15 +46,12 @@ def visible(text: str) -> str:
     found = invisible_characters(text)
     if not found:
         return text
-    import unicodedata
-
     def escaped(char: str) -> str:
         return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}.get(char) or (
             f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
 
     shown = "".join(escaped(c) if c in found else c for c in text)
-    names = "; ".join(f"{escaped(c)} is U+{ord(c):04X} {_NAMES.get(c) or unicodedata.name(c, 'a control character')}"
-                      for c in found)
+    names = "; ".join(f"{escaped(c)} is U+{ord(c):04X} {character_name(c)}" for c in found)
     return f"{shown} ({names}, which cannot be seen)"
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from .problems import InvalidInput, Problem, field_path, invisible_characters
+from .problems import InvalidInput, Problem, character_name, field_path, invisible_characters
 from .yamlstyle import STR_TAG, Loader, plain_scalar_value
 
 MAX_FILE_BYTES = 1 << 20  # an intent or profile is a few hundred bytes; 1 MiB is generous
@@ -196,17 +196,11 @@ def _yaml_problem(err: yaml.YAMLError, text: str, source: str) -> Problem:
         return _syntax_problem(err, text, source)
     if isinstance(err, yaml.reader.ReaderError):  # a character YAML does not allow, such as a control code
         line = text[:max(err.position, 0)].count("\n") + 1
-        return Problem(f"YAML does not allow the character U+{err.character:04X}{_named(err.character)}"
-                       if isinstance(err.character, int)
-                       else "YAML does not allow a character of this text", file=source, line=line)
+        if not isinstance(err.character, int):
+            return Problem("YAML does not allow a character of this text", file=source, line=line)
+        return Problem(f"YAML does not allow the character U+{err.character:04X} ({character_name(chr(err.character))})",
+                       file=source, line=line)
     return Problem("YAML: " + " ".join(str(err).split()), file=source)
-
-
-def _named(code: int) -> str:
-    import unicodedata
-
-    name = {0: "NULL"}.get(code) or unicodedata.name(chr(code), "")
-    return f" ({name})" if name else " (a control character)"
 
 
 def _syntax_problem(err: yaml.MarkedYAMLError, text: str, source: str) -> Problem:
@@ -225,10 +219,8 @@ def _syntax_problem(err: yaml.MarkedYAMLError, text: str, source: str) -> Proble
         odd = next((n for n in (number, number - 1) if 0 <= n < len(lines) and
                     invisible_characters(lines[n].replace("\t", ""))), None)
         if odd is not None:  # a no-break space where a space was meant, say
-            import unicodedata
-
             number = odd
-            held = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'a control character')}"
+            held = ", ".join(f"U+{ord(c):04X} {character_name(c)}"
                              for c in invisible_characters(lines[odd].replace("\t", "")))
             what += f": this line holds {held}, which looks like a space or like nothing and is not one to YAML: " \
                     "type a plain space there, or delete it"
