@@ -24,6 +24,7 @@ TOOLS_DIR = REPO / "cluster-tools"
 VERSIONS_FILE = TOOLS_DIR / "versions.yaml"
 CACHE_ENV = "TFJOBGEN_TOOLS_CACHE"
 RECIPE_FILE = "recipe.sha256"
+LOCAL = "local"  # the version of a family that is a program of ours (its module is its folder), not an upstream release
 
 
 class ToolsMissing(Exception):
@@ -35,8 +36,8 @@ class Family:
     """Programs built from one Go module of ours (cluster-tools/<name>/)."""
 
     name: str
-    module: str  # the upstream module the programs come from
-    version: str  # its release, as the family's go.mod requires it
+    module: str  # the upstream module the programs come from (or, version `local`, the family's own)
+    version: str  # its release, as the family's go.mod requires it (or `local`)
     programs: dict[str, str]  # binary name -> Go package
     stamp: str = ""  # which version keys to set at link time ("" for none)
     required: bool = True  # False: a cluster can run without it
@@ -134,12 +135,20 @@ def missing(names: list[str]) -> list[str]:
 # ---- building ----------------------------------------------------------------------------------
 
 def check_pin(family: Family) -> None:
-    """The version in versions.yaml is the one the family's go.mod requires."""
+    """The version in versions.yaml is the one the family's go.mod requires; or, for a program of our own
+    (version `local`), `module` is the family's own module: its source is the folder, which the recipe digests."""
     import json
 
     edit = subprocess.run(["go", "mod", "edit", "-json"], cwd=family.folder, capture_output=True, text=True,
                           check=True)
-    required = {r["Version"] for r in json.loads(edit.stdout).get("Require") or [] if r["Path"] == family.module}
+    parsed = json.loads(edit.stdout)
+    if family.version == LOCAL or family.module == parsed["Module"]["Path"]:
+        if family.version != LOCAL or family.module != parsed["Module"]["Path"] or family.edits or family.assets:
+            raise BuildFailed(f"versions.yaml: {family.name}: version {LOCAL} means a program of our own: module is "
+                              f"cluster-tools/{family.name}/go.mod's ({parsed['Module']['Path']}), and there is no "
+                              f"upstream source to edit or copy assets from")
+        return
+    required = {r["Version"] for r in parsed.get("Require") or [] if r["Path"] == family.module}
     if required != {family.version}:
         raise BuildFailed(f"cluster-tools/{family.name}/go.mod requires {family.module} "
                           f"{', '.join(sorted(required)) or 'nothing'}, but versions.yaml says {family.version}")

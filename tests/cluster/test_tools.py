@@ -1,0 +1,77 @@
+"""cluster-tools/versions.yaml and the build of its families (tools.py), without building the big ones."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, need
+
+from tfjobgen.cluster import tools
+
+
+def _go() -> str:
+    return need("go", shutil.which("go"), "the cluster-tools families are Go modules")
+
+
+def _family(name: str) -> tools.Family:
+    return next(f for f in tools.families() if f.name == name)
+
+
+def test_every_family_pins_the_release_versions_yaml_names():
+    """Each family's go.mod requires the version versions.yaml says (or is the program itself: `local`)."""
+    _go()
+    for family in tools.families():
+        assert (family.folder / "go.mod").is_file() and (family.folder / "go.sum").is_file() \
+            or family.version == tools.LOCAL, family.name
+        tools.check_pin(family)
+
+
+def test_every_family_says_in_the_readme_what_the_proxy_served():
+    headings = re.findall(r"^## (\S+)", (tools.TOOLS_DIR / "README.md").read_text(), re.MULTILINE)
+    assert sorted(headings) == sorted(f.name for f in tools.families())
+
+
+def test_a_local_version_is_only_for_a_program_of_our_own():
+    """`version: local` with another module, or our own module with a release number, is refused."""
+    _go()
+    pause = _family("pause")
+    assert pause.version == tools.LOCAL
+    tools.check_pin(pause)
+    for wrong in (dataclasses.replace(pause, module="example.com/elsewhere"),
+                  dataclasses.replace(pause, version="v1.0.0"),
+                  dataclasses.replace(pause, assets=("main.go",))):
+        with pytest.raises(tools.BuildFailed, match="version local means a program of our own"):
+            tools.check_pin(wrong)
+    with pytest.raises(tools.BuildFailed, match="requires github.com/coredns/coredns v1.15.0, but versions.yaml"):
+        tools.check_pin(dataclasses.replace(_family("coredns"), version="v1.14.7"))
+
+
+@pytest.mark.slow
+def test_pause_exits_0_when_stopped_and_leaves_no_zombie(tmp_path, monkeypatch):
+    """The sandbox's process: a child it inherits and outlives is reaped; SIGHUP does not end it; SIGTERM
+    and SIGINT end it with 0."""
+    _go()
+    monkeypatch.setenv(tools.CACHE_ENV, str(tmp_path / "tools"))
+    pause = _family("pause")
+    tools.build(pause, tmp_path)
+    binary = pause.installed_in / "pause"
+    assert pause.is_built()
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        # The shell starts a short child, then becomes pause: the child's parent is pause.
+        process = subprocess.Popen(["sh", "-c", f"sleep 0.3 & echo $!; exec {binary}"], stdout=subprocess.PIPE,
+                                   text=True)
+        child = Path(f"/proc/{process.stdout.readline().strip()}/stat")
+        time.sleep(1.0)
+        assert not child.exists(), f"the exited child is left as a zombie: {child.read_text()[:80]}"
+        process.send_signal(signal.SIGHUP)
+        time.sleep(0.3)
+        assert process.poll() is None, "SIGHUP ended pause"
+        process.send_signal(stop)
+        assert process.wait(timeout=5) == 0
