@@ -11,7 +11,7 @@ A folder per layer (docs/design.md, "Layers"; tests/test_layers.py holds every i
     shared          what the generator, the runtime and run-local agree on
     kit             what the commands share and the KRM path never imports
     runtime         the training program the pods run
-    planner, local, cluster, gitops, status   the commands beside the generator
+    planner, local, cluster, gitops, status, images   the commands beside the generator
 """
 
 __version__ = "0.1.0"

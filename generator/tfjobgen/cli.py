@@ -6,7 +6,7 @@
     tfjobgen krm [CONFIG]         the KRM function (kustomize, kpt)
     tfjobgen summary [FILE]       describe rendered objects (from `kustomize build`) as a table
 
-Commands of other features (run-local, hydrate, diff, plan, cluster, place, status) live beside their code:
+Commands of other features (run-local, hydrate, diff, plan, cluster, place, status, images) live beside their code:
 each module in FEATURE_COMMANDS has `register(commands)`, which adds its
 subparser and imports nothing heavy until the command runs.
 """
@@ -22,8 +22,8 @@ from . import __version__
 from .shared import contract
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.cluster.command", "tfjobgen.gitops.command", "tfjobgen.local.command",
-                                     "tfjobgen.planner.command", "tfjobgen.status.command")
+FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.cluster.command", "tfjobgen.gitops.command", "tfjobgen.images.command",
+                                     "tfjobgen.local.command", "tfjobgen.planner.command", "tfjobgen.status.command")
 
 
 class _UsageError(Exception):

@@ -1,0 +1,53 @@
+"""The images `make images` builds: their names, tags and references (the one home of all three).
+
+    RUNTIME   tfjobgen-runtime:<project version>   the pods' default image: Debian, TensorFlow, tfjobgen
+    PLUGIN    tfjobgen-argocd-plugin:<version>     Argo CD's plugin sidecar (argocd/plugin/Dockerfile's recipe)
+    PAUSE     registry.k8s.io/pause:3.10.1         containerd's sandbox image, one static binary
+
+`reference(name)` is what a container runtime calls the image: `ctr images import --base-name
+repository(name)` gives it that name, and containerd's sandbox_image must equal PAUSE's exactly.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+RUNTIME = "tfjobgen-runtime"
+PLUGIN = "tfjobgen-argocd-plugin"
+PAUSE = "pause"
+PAUSE_TAG = "3.10.1"  # the release Kubernetes 1.34 names as its sandbox image
+NAMES = (RUNTIME, PLUGIN, PAUSE)  # the build order: the two share their Debian base layer
+_REPOSITORIES = {PAUSE: "registry.k8s.io/pause"}  # ours are bare names: a platform pushes them where it likes
+
+
+def project_version() -> str:
+    """The version in pyproject.toml: the tag of the images made of tfjobgen."""
+    with open(REPO / "pyproject.toml", "rb") as handle:
+        return tomllib.load(handle)["project"]["version"]
+
+
+def tag(name: str) -> str:
+    check(name)
+    return PAUSE_TAG if name == PAUSE else project_version()
+
+
+def repository(name: str) -> str:
+    """The name without its tag (`ctr images import --base-name` takes this)."""
+    check(name)
+    return _REPOSITORIES.get(name, name)
+
+
+def reference(name: str) -> str:
+    """`repository:tag`, e.g. tfjobgen-runtime:0.1.0 or registry.k8s.io/pause:3.10.1."""
+    return f"{repository(name)}:{tag(name)}"
+
+
+class UnknownImage(ValueError):
+    pass
+
+
+def check(name: str) -> None:
+    if name not in NAMES:
+        raise UnknownImage(f"no image {name!r}: the images are {', '.join(NAMES)}")
