@@ -98,11 +98,11 @@ def base(steps: Steps) -> Stage:
         rootfs.add_user(tree, "nonroot", recipe.NONROOT, "/home/nonroot", "/usr/sbin/nologin")
         (tree / "home/nonroot").mkdir(mode=0o755)
         os.chown(tree / "home/nonroot", recipe.NONROOT, recipe.NONROOT)
-        # sync-in brings apt's lock and partial/ back from the .deb cache with the mtimes of the build that
-        # made them, older than the mark: the one difference the prototype found between a cold and a warm build
-        for path in (tree / "var/cache/apt/archives/lock", tree / "var/cache/apt/archives/partial"):
-            if path.exists():
-                os.utime(path, (recipe.BASE_EPOCH, recipe.BASE_EPOCH), follow_symlinks=False)
+        # apt's lock and partial/ come back from the .deb cache (sync-in) with the mtime and owner of the build
+        # that made them: a cold and a warm build differed there (mtime in the prototype, partial/'s owner
+        # here: _apt or root). apt makes both again when it needs them.
+        (tree / "var/cache/apt/archives/lock").unlink(missing_ok=True)
+        shutil.rmtree(tree / "var/cache/apt/archives/partial", ignore_errors=True)
         rootfs.clamp_newer(tree, since, recipe.BASE_EPOCH)
         steps.stage("base: layer")
         size = rootfs.layer_tar(steps, tree, staged / "layer.tar")

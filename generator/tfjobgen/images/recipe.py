@@ -22,7 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 # Bump when a build step changes what it writes: every image built before is rebuilt.
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"
 BASE_EPOCH = 1735689600  # 2025-01-01T00:00:00Z: base and dependency layers keep their digests across commits
 MIRROR = "http://deb.debian.org/debian"
 SECURITY_MIRROR = "http://deb.debian.org/debian-security"
