@@ -20,6 +20,7 @@ Modules, one concern each:
     tf1        between-graph workers (MonitoredTrainingSession) and evaluator
     main       dispatch by role and api, errors -> one line and an exit code
     ending     how a task ends when something fails for good, so no task keeps its cores
+    termination  SIGTERM ends the task at once (143), though it is PID 1 in its container
     summaries  TensorBoard summaries of the chief's progress
 
 The partitioner rule, the reference model's variables and optimizer slots, and a

@@ -5,7 +5,8 @@
 
 Exit codes: 0 done, 1 training failed (a new pod may help), 2 configuration
 error (a new pod will not help), 3 the chief stayed unreachable, 4 stopped because
-another task failed for good, 130 interrupted. 2, 3 and 4 fail the whole job
+another task failed for good, 130 interrupted, 143 stopped by SIGTERM (its pod deleted:
+termination.py). 2, 3 and 4 fail the whole job
 (contract.PERMANENT_EXIT_CODES); so does any failure on a task's last attempt, and
 ending.py makes sure every other task hears of it.
 """
@@ -20,7 +21,7 @@ import time
 import traceback
 
 from ..shared import contract
-from . import events, hadoop, settings
+from . import events, hadoop, settings, termination
 from .control import Aborted, ChiefGone, ChiefServer, Refused
 from .ending import Ending
 from .errors import EXIT_ABORTED, EXIT_CHIEF_GONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SETUP, SetupError, TaskFailed
@@ -42,6 +43,9 @@ def main(argv: list[str]) -> int:
 
 def run_task(env: dict[str, str]) -> int:
     started = time.monotonic()
+    said: list[events.Reporter] = []  # the task's reporter, once it has one
+    termination.exit_on_sigterm(lambda code: said[0](events.EXIT, code=code, reason="SIGTERM") if said else
+                                print(events.line(events.EXIT, code=code, reason="SIGTERM"), flush=True))
     try:
         task = settings.from_env(env, cpus=len(os.sched_getaffinity(0)))
         metrics, note = _metrics(task, started)
@@ -49,6 +53,7 @@ def run_task(env: dict[str, str]) -> int:
         print(events.line(events.ERROR, message=str(err)), flush=True)
         return EXIT_SETUP
     report = events.Reporter(task.name)
+    said.append(report)
     if metrics:
         report.listeners.append(metrics.observe)
     if task.is_chief:  # the task that reports steps writes TensorBoard summaries next to its checkpoints
