@@ -65,7 +65,8 @@ cluster-tools: venv
 # The container images (tfjobgen-runtime, tfjobgen-argocd-plugin, registry.k8s.io/pause), built without a
 # Docker engine (mmdebstrap, umoci, pip in a chroot; as root) into ~/.cache/tfjobgen/images, outside the
 # clone: about a minute and a half the first time, seconds when nothing changed (docs/images.md).
-images: venv
+# The pause image is one binary of `make cluster-tools`.
+images: venv cluster-tools
 	@$(BIN)/tfjobgen images build
 
 # Everything: real kubectl, kpt, git, checkov, TensorFlow processes and the local cluster, in
@@ -98,3 +99,9 @@ clean:
 .PHONY: demo-gitops
 demo-gitops: venv cluster-tools
 	@$(BIN)/python demos/gitops_loop.py
+
+# The README's job, scaled down, training in containers on two real nodes of a local cluster (root;
+# docs/nodes.md): a live line while it trains, a table of its tasks at the end.
+.PHONY: demo-nodes
+demo-nodes: venv cluster-tools images
+	@$(BIN)/python demos/real_nodes.py

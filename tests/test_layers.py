@@ -29,6 +29,10 @@ EXCEPTIONS = {
     # and defaults (imported lazily, with jsonschema, once per task): a second copy of the rules in the
     # runtime could drift from what the generator accepted.
     ("tfjobgen.runtime.settings", "tfjobgen.inputs.schema"),
+    # Two images pack a program `make cluster-tools` builds (containerd's pause, the plugin's kustomize), and
+    # cluster/tools.py is the one home of where those binaries are; cluster/ in turn starts real nodes that
+    # pull the images, so the layer below it is images/, and this one lazy import reaches back up.
+    ("tfjobgen.images.build", "tfjobgen.cluster.tools"),
 }
 
 

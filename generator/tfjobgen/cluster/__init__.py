@@ -10,6 +10,8 @@ measured on it. `tfjobgen cluster ...` and `tfjobgen place` are its commands (do
     api           the Kubernetes client behind a few functions (local clusters and live ones)
     plane/        the control plane: components' command lines, certificates (pki), the API
                   server's way to pods (podnet), KWOK's stages (kwok.yaml)
+    nodes/        real nodes (`cluster up --real-nodes N`): kubelets, containerd, CNI, CoreDNS,
+                  kube-router and a registry, each node in a network namespace of its own
     controllers/  the controllers beside it, one module each (JobSet, training-operator, Volcano,
                   the coscheduling scheduler, Kueue)
     argocd        Argo CD beside the cluster (`cluster up --argocd`)

@@ -1,7 +1,7 @@
 """`tfjobgen cluster ...`, registered with the CLI (cli.FEATURE_COMMANDS).
 
     tfjobgen cluster tools [FAMILY...] [--list]      build the cluster's programs (make cluster-tools)
-    tfjobgen cluster up --profile FILE [--nodes N] [--name NAME] [--argocd REPO [--argocd-mode plugin|rendered]]
+    tfjobgen cluster up --profile FILE [--nodes N] [--real-nodes N] [--name NAME] [--argocd REPO [--argocd-mode ...]]
     tfjobgen cluster down [--name NAME]
     tfjobgen cluster list
 
@@ -38,6 +38,9 @@ def register(commands) -> None:
     up.add_argument("--nodes", type=_nodes, metavar="N",
                     help="nodes of the main group, and of every pool the profile does not count")
     up.add_argument("--name", default=DEFAULT_NAME, help=f"the cluster's name (default: {DEFAULT_NAME})")
+    up.add_argument("--real-nodes", type=_real_nodes, default=0, metavar="N",
+                    help="make the first N nodes of the main group real: kubelet, containerd, CNI, CoreDNS, "
+                         "kube-router and a registry with the images of `make images` (root; docs/nodes.md)")
     up.add_argument("--argocd", metavar="REPO",
                     help="also run Argo CD, syncing this cluster's Applications from the git repository REPO "
                          "(a path or file:// URL; its checked-out branch) with the repository's argocd/ objects")
@@ -93,6 +96,15 @@ def _nodes(text: str) -> int:
                          f"a local cluster holds at most {MAX_NODES} nodes")
 
 
+def _real_nodes(text: str) -> int:
+    from .nodes.network import MAX_REAL_NODES
+
+    if text.strip() == "0":
+        return 0
+    return _whole_number(text, "0 or more real nodes", MAX_REAL_NODES,
+                         f"at most {MAX_REAL_NODES} real nodes fit the cluster's bridge")
+
+
 def _orders(text: str) -> int:
     return _whole_number(text, "place tries at least 1 creation order")
 
@@ -106,6 +118,7 @@ def _tools(args) -> int:
 def _up(args) -> int:
     from ..expand import pipeline
     from . import argocd, control, processes, shape, tools
+    from .nodes import bring_up, network
 
     def say(line: str) -> None:
         if not args.quiet:
@@ -118,9 +131,10 @@ def _up(args) -> int:
         if args.argocd_mode and not args.argocd:
             raise argocd.ArgoCDError("--argocd-mode needs --argocd REPO")
         gitops = argocd.source(args.argocd, args.argocd_mode or "plugin") if args.argocd else None
-        state = control.up(pipeline.load_profile(args.profile), args.nodes, args.name, say, warn, gitops)
+        state = control.up(pipeline.load_profile(args.profile), args.nodes, args.name, say, warn, gitops,
+                           real_nodes=args.real_nodes)
     except (control.ClusterError, argocd.ArgoCDError, tools.ToolsMissing, processes.StartFailed, TimeoutError,
-            shape.TooManyNodes) as err:
+            shape.TooManyNodes, bring_up.NodesError, network.NetworkError) as err:
         print(f"tfjobgen cluster up: {err}", file=sys.stderr)
         return EXIT_FAILED
     print(state.kubeconfig)

@@ -2,9 +2,11 @@
 
 up:   check the profile and the programs -> certificates -> etcd -> kube-apiserver and the pod
       network (podnet.py) -> the controller manager, the scheduler and KWOK -> PriorityClasses and
-      nodes -> every node Ready -> the controllers -> Argo CD (--argocd: argocd.py) -> state.json.
-      Any failure, or Ctrl-C, stops what was started and removes the folder.
-down: stop every process marked with the cluster's folder, then remove the folder.
+      nodes -> real nodes (--real-nodes: nodes/) -> every node Ready -> the controllers -> Argo CD
+      (--argocd: argocd.py) -> state.json.
+      Any failure, or Ctrl-C, stops what was started and removes what it made, then the folder.
+down: stop every process marked with the cluster's folder, remove what real nodes made (nodes/teardown.py),
+      then the folder.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..expand import pipeline
 from ..inputs.problems import InvalidInput
 from ..inputs.profile import ClusterProfile
 from . import api, argocd, controllers, home, processes, shape, tools
+from .nodes import bring_up, teardown
 from .plane import components, pki
 from .plane.components import ClusterFiles
 
@@ -33,9 +36,9 @@ class ClusterError(Exception):
 
 
 def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str], None],
-       warn: Callable[[str], None], gitops: "argocd.Source | None" = None) -> home.ClusterState:
+       warn: Callable[[str], None], gitops: "argocd.Source | None" = None, real_nodes: int = 0) -> home.ClusterState:
     """Start a cluster shaped as the profile, loaded by the caller (and Argo CD reading `gitops`); its state
-    once every node is Ready."""
+    once every node is Ready. `real_nodes`: how many of the main group's nodes run containers (nodes/)."""
     if not home.NAME_PATTERN.match(name):
         raise ClusterError(f"cluster name {name!r}: use lowercase letters, digits and '-' (at most 40)")
     errors = [p for p in pipeline.check_profile(profile) if p.is_error]
@@ -48,16 +51,51 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
                                  f"(binaries go to {tools.cache_root()})")
     if gitops:
         argocd.check(gitops, profile.name)
+    real = _plan_real_nodes(profile, groups, real_nodes, home.folder(name) / "nodes")
+    images = _node_images() if real else []
+    bring_up.check_machine(real, images)
     _claim(name)
     files = ClusterFiles(home.folder(name))
     started: list[processes.Started] = []
     try:
-        state = _start(profile, groups, name, files, started, say, warn, gitops)
+        state = _start(profile, groups, name, files, started, say, warn, gitops, real, images)
     except BaseException as err:
-        processes.stop_all(files.home, started)
-        home.remove(name, keep_logs=isinstance(err, processes.StartFailed))  # its message names a log
+        _remove(name, started, keep_logs=isinstance(err, (processes.StartFailed, bring_up.NodesError)))
         raise
     return state
+
+
+def _plan_real_nodes(profile, groups, count: int, folder: Path) -> list:
+    if not count:
+        return []
+    main = groups[0]
+    if count > main.count:
+        raise ClusterError(f"--real-nodes {count}: the main group has {main.count} node(s); pass --nodes {count} "
+                           "to make every node real")
+    names = [n["metadata"]["name"] for n in shape.node_objects([main])][:count]
+    return bring_up.plan(profile, names, folder)
+
+
+def _node_images() -> list | None:
+    """The images real nodes pull, as built by `make images`; None when one is not built."""
+    from ..images import catalog, store
+
+    found = []
+    for name in catalog.FOR_NODES:
+        built = store.built(name)
+        if built is None:
+            return None
+        found.append(bring_up.Image(archive=built.archive, repository=catalog.path_in_registry(name), tag=built.tag))
+    return found
+
+
+def _remove(name: str, started: list = (), keep_logs: bool = False) -> list[int]:
+    """Stop the cluster's processes, remove what its real nodes made, then its folder; the PIDs stopped."""
+    folder = home.folder(name)
+    stopped = processes.stop_all(folder, started)
+    teardown.remove(folder)
+    home.remove(name, keep_logs=keep_logs)
+    return stopped
 
 
 def _claim(name: str) -> None:
@@ -67,12 +105,12 @@ def _claim(name: str) -> None:
         if processes.running(folder):
             raise ClusterError(f"a cluster named {name!r} is already running "
                                f"(tfjobgen cluster down --name {name} stops it)")
-        home.remove(name)  # nothing of it runs: what is left is debris of a crash
+        _remove(name)  # nothing of it runs: what is left is debris of a crash
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.mkdir()
 
 
-def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitops) -> home.ClusterState:
+def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitops, real, images) -> home.ClusterState:
     begun = time.monotonic()
 
     def step(what: str) -> None:
@@ -117,10 +155,23 @@ def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitop
     defined = list(yaml.safe_load_all(PRIORITY_CLASSES_FILE.read_text())) if PRIORITY_CLASSES_FILE.is_file() else []
     classes = shape.priority_classes(profile, defined)
     node_objects = shape.node_objects(groups)
-    step(f"{len(node_objects)} nodes, {len(classes)} PriorityClasses")
+    for index, real_node in enumerate(real):
+        node_objects[index] = bring_up.real_node_object(node_objects[index], real_node)
+    step(f"{len(node_objects)} nodes ({len(real)} real), {len(classes)} PriorityClasses")
     for obj in classes + node_objects:
         objects.create(obj)
+    ports_taken: dict[str, int] = {}
+    context = _real_nodes_context(files, ca, admin, api_port, objects, started, step, ports_taken)
+    if real:
+        step("real nodes: bridge")
+        bring_up.start_host(context, real, images, profile.cluster_domain)
+        for real_node in real:
+            step(f"real node {real_node.name}: containerd, kubelet")
+            bring_up.start_node(context, real_node, real)
     _wait_nodes_ready(objects, {n["metadata"]["name"] for n in node_objects}, started)
+    if real:  # kube-router reads each node's address from its status, which a Ready kubelet has written
+        step("kube-router (NetworkPolicy) on every real node")
+        bring_up.start_policy(context, real)
     step("controllers")
     outcome = controllers.start_all(files, ca, objects, profile, step, warn, started)
     gitops_state = {}
@@ -137,10 +188,22 @@ def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitop
         api_port=api_port, nodes=len(node_objects), components=[s.component.name for s in started if s.exited() is None],
         missing=sorted(outcome.missing),
         ports={**dict(zip(["etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler"],
-                          tools_ports)), **outcome.ports}, argocd=gitops_state)
+                          tools_ports)), **ports_taken, **outcome.ports}, argocd=gitops_state,
+        real_nodes=[r.name for r in real])
     state.save()
     step("ready")
     return state
+
+
+def _real_nodes_context(files, ca, admin, api_port, objects, started, step, ports_taken) -> bring_up.Context:
+    def ports(*purposes: str) -> list[int]:
+        found = _ports(len(purposes))
+        ports_taken.update(zip(purposes, found))
+        return found
+
+    return bring_up.Context(home=files.home, ca=ca, admin=admin, api_port=api_port, objects=objects,
+                            service_range=components.SERVICE_CIDR, say=step,
+                            launch=lambda component: _launch(component, files, started), ports=ports)
 
 
 def _wait_nodes_ready(objects: api.Objects, names: set[str], started) -> None:
@@ -155,7 +218,8 @@ def _wait_nodes_ready(objects: api.Objects, names: set[str], started) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while not ready():
         if time.monotonic() > deadline:
-            raise processes.StartFailed(f"nodes not Ready after {START_TIMEOUT:.0f} s (see logs/kwok.log)")
+            raise processes.StartFailed(f"nodes not Ready after {START_TIMEOUT:.0f} s (see logs/kwok.log, and "
+                                        "logs/kubelet-*.log of real nodes)")
         time.sleep(0.2)
 
 
@@ -186,6 +250,4 @@ def down(name: str) -> list[int]:
     folder = home.folder(name)
     if not folder.exists():
         raise ClusterError(f"no cluster named {name!r} (running: {', '.join(home.names()) or 'none'})")
-    stopped = processes.stop_all(folder)
-    home.remove(name)
-    return stopped
+    return _remove(name)

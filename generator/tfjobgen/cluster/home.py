@@ -11,6 +11,8 @@
         pod-network.sock  the API server's way to pods (podnet.py)
         argocd/         Argo CD's repository server, plugin sidecar, Redis and their temporary files
         volcano/        Volcano's log-level socket
+        nodes/          real nodes: host.json (what the host had), the registry's and CoreDNS's files, and
+                        <node>/ each node's containerd, kubelet, CNI files (nodes/teardown.py removes what they made)
 
 `cluster down` stops every process of the folder (processes.py) and removes it.
 """
@@ -52,6 +54,7 @@ class ClusterState:
     missing: list[str] = field(default_factory=list)  # controllers the profile asks for that could not run
     ports: dict[str, int] = field(default_factory=dict)  # every port taken, by what took it
     argocd: dict = field(default_factory=dict)  # Argo CD's settings when it runs (argocd.py)
+    real_nodes: list[str] = field(default_factory=list)  # the nodes that run containers (nodes/)
 
     @property
     def home(self) -> Path:

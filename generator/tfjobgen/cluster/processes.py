@@ -31,6 +31,7 @@ class Component:
     name: str  # also its log's name: logs/<name>.log
     argv: list[str]
     env: dict[str, str] | None = None  # added to a clean environment
+    cgroup: str = ""  # a cgroup path made in every v1 hierarchy beforehand (a real node's), joined before exec
 
 
 @dataclass
@@ -94,8 +95,21 @@ def start(component: Component, home: Path) -> Started:
     env[MARKER] = str(home)
     with open(log, "ab") as output:
         popen = subprocess.Popen(component.argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-                                 env=env, cwd=home, start_new_session=True, close_fds=True)
+                                 env=env, cwd=home, start_new_session=True, close_fds=True,
+                                 preexec_fn=_joining(component.cgroup) if component.cgroup else None)
     return Started(component, popen, log)
+
+
+def _joining(cgroup: str):
+    """What the child runs before exec: move itself into `cgroup` of every v1 hierarchy that has it."""
+    files = [str(p) for p in Path("/sys/fs/cgroup").glob(f"*/{cgroup.strip('/')}/cgroup.procs")]
+
+    def join() -> None:
+        for path in files:
+            with open(path, "w") as procs:
+                procs.write("0")
+
+    return join
 
 
 def wait_for(started: Started, ready: Callable[[], bool], timeout: float, what: str) -> None:

@@ -20,6 +20,10 @@ PAUSE = "pause"
 PAUSE_TAG = "3.10.1"  # the release Kubernetes 1.34 names as its sandbox image
 NAMES = (RUNTIME, PLUGIN, PAUSE)  # the build order: the two share their Debian base layer
 _REPOSITORIES = {PAUSE: "registry.k8s.io/pause"}  # ours are bare names: a platform pushes them where it likes
+# What a local cluster's real nodes pull, and the path each has in the cluster's registry: the runtime under
+# the path the repository's jobs name (jobs/wide-deep.yaml: registry.example.com/ml/tfjobgen-runtime), the
+# sandbox image under registry.k8s.io's. containerd fetches every registry name the cluster maps from there.
+FOR_NODES = {RUNTIME: "ml/tfjobgen-runtime", PAUSE: "pause"}
 
 
 def project_version() -> str:
@@ -37,6 +41,12 @@ def repository(name: str) -> str:
     """The name without its tag (`ctr images import --base-name` takes this)."""
     check(name)
     return _REPOSITORIES.get(name, name)
+
+
+def path_in_registry(name: str) -> str:
+    """Where a real node finds the image under any registry name the cluster maps (FOR_NODES)."""
+    check(name)
+    return FOR_NODES[name]
 
 
 def reference(name: str) -> str:

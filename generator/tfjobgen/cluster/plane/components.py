@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import tools
+from ..nodes.network import REAL_POD_RANGE
 from ..processes import Component
 
 SERVICE_CIDR = "10.96.0.0/16"
@@ -74,6 +75,7 @@ def pod_network(files: ClusterFiles, api_port: int) -> Component:
         sys.executable, "-m", "tfjobgen.cluster.plane.podnet", f"--socket={files.pod_network}",
         f"--server=https://127.0.0.1:{api_port}", f"--ca={pki / 'ca.crt'}", f"--cert={pki / 'admin.crt'}",
         f"--key={pki / 'admin.key'}",
+        f"--direct={REAL_POD_RANGE}",
     ], env={"PYTHONPATH": str(Path(__file__).resolve().parents[3])})  # this package, installed or not
 
 
@@ -91,6 +93,10 @@ def kube_apiserver(files: ClusterFiles, port: int, etcd_port: int) -> Component:
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--authorization-mode=RBAC",
         f"--egress-selector-config-file={egress_configuration(files)}",
+        # Real nodes (nodes/): the kubelet is reached at its node's address, not at a name nothing resolves,
+        # and accepts the API server by its certificate (the admin's, of the cluster's CA).
+        "--kubelet-preferred-address-types=InternalIP,Hostname",
+        f"--kubelet-client-certificate={pki / 'admin.crt'}", f"--kubelet-client-key={pki / 'admin.key'}",
         # On by default since 1.25 and 1.14; named so that the tests' claim "enforced by a real
         # admission plugin" reads off the command line.
         "--enable-admission-plugins=PodSecurity,Priority",

@@ -9,9 +9,10 @@ kubelets) through this HTTP CONNECT proxy, on a Unix socket in the cluster's fol
   stands for the pod's container, on every port of it (`tfjobgen status` reads a real tfjobgen
   metrics server through the API server this way);
 - no other pod (502 at once: a KWOK pod runs no process, so nothing listens);
+- a pod of a real node (an address in --direct) directly: a container listens there;
 - any address that is no pod's as the API server would have, directly.
 
-    python -m tfjobgen.cluster.plane.podnet --socket PATH --server URL --ca FILE --cert FILE --key FILE
+    python -m tfjobgen.cluster.plane.podnet --socket PATH --server URL --ca FILE --cert FILE --key FILE [--direct CIDR]
 
 Started by `cluster up` (control.py) before the API server; stdlib only.
 """
@@ -66,6 +67,7 @@ def local_port(pods: list[dict]) -> int | None:
 
 class _Tunnel(socketserver.StreamRequestHandler):
     cluster: _Cluster
+    direct: tuple = ()  # networks whose addresses are dialled as they are (real nodes' pods)
 
     def handle(self) -> None:
         request = self.rfile.readline(4096).decode("latin-1").split()
@@ -76,8 +78,8 @@ class _Tunnel(socketserver.StreamRequestHandler):
         host, _, port = request[1].rpartition(":")
         host = host.strip("[]")
         try:
-            ipaddress.ip_address(host)
-            pods = self.cluster.pods_at(host)
+            address = ipaddress.ip_address(host)
+            pods = [] if any(address in network for network in self.direct) else self.cluster.pods_at(host)
         except ValueError:
             pods = []  # a name, not an address: no pod's
         except OSError as err:
@@ -131,8 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tfjobgen.cluster.plane.podnet", description=__doc__.split("\n\n")[0])
     for flag in ("--socket", "--server", "--ca", "--cert", "--key"):
         parser.add_argument(flag, required=True)
+    parser.add_argument("--direct", action="append", default=[], metavar="CIDR")
     args = parser.parse_args(argv)
     _Tunnel.cluster = _Cluster(args.server, args.ca, args.cert, args.key)
+    _Tunnel.direct = tuple(ipaddress.ip_network(cidr) for cidr in args.direct)
     with _Server(args.socket, _Tunnel) as server:
         server.serve_forever()
     return 0
