@@ -1,0 +1,306 @@
+"""The node tier: tfjobgen's jobs in containers, on real kubelets, pulled from the cluster's registry.
+
+One cluster of two real nodes (tests/nodes/profiles/real-nodes.yaml: each kubelet runs the static CPU
+manager keeping CPU 0) serves the module; `cluster down` after it must leave the machine as it was.
+One machine holds one cluster with real nodes at a time, so the tests that start their own come first.
+
+- an interrupted `cluster up` leaves nothing behind;
+- the README's job, scaled down, trains to completion on each backend, and every address of its
+  TF_CONFIG resolves through the cluster's DNS to that task's pod;
+- a Guaranteed pod's container sees its own CPU (cpuset, nproc, the runtime's thread pools); a shared one does not;
+- restricted Pod Security as the runtime applies it (/proc/self/status), with no service-account token;
+- the job's NetworkPolicy, enforced by kube-router: the job's pods reach each other, nothing else reaches
+  the training ports, and only the monitoring namespace reaches the metrics port;
+- real failures: a PS killed by SIGKILL, a worker out of memory, a permanent exit code, an eviction, each
+  with the exit code a real process gives and the outcome docs/design.md's lifecycle table promises.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+from cluster import cluster_support
+from nodes_support import (PROFILE, apply, container_pid, exec_in, job_objects, need_real_nodes, probe_pod,
+                           remove_namespace, run_probe, running_pods, terminated)
+
+import machine
+from tfjobgen.cluster.measure import conformance
+
+JOBS = PROFILE.parent.parent / "jobs"
+TRAINING_PORT, METRICS_PORT = 2222, 2225
+
+
+@pytest.fixture(scope="module")
+def before():
+    need_real_nodes()
+    return machine.snapshot()
+
+
+def test_an_interrupted_cluster_up_leaves_the_machine_as_it_was(before):
+    """Ctrl-C once the nodes' namespaces, cgroups and daemons exist: `up` removes all of it on its way out."""
+    name = f"int{os.getpid()}"
+    process = subprocess.Popen(cluster_support.tfjobgen_command() + [
+        "cluster", "up", "--name", name, "--profile", str(PROFILE), "--nodes", "2", "--real-nodes", "2"],
+        cwd=cluster_support.REPO, env=cluster_support.cluster_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, preexec_fn=cluster_support.signals_as_a_terminal_gives_them)
+    seen = []
+    try:
+        for line in process.stderr:
+            seen.append(line)
+            if "real node node-001" in line:  # node-000 is up, node-001 being made
+                process.send_signal(signal.SIGINT)
+                break
+        process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert any("real node node-001" in line for line in seen), "".join(seen)
+    assert process.returncode != 0
+    assert not cluster_support.leftovers(cluster_support.SESSION_HOME / name)
+    assert machine.differences(before, machine.snapshot()) == []
+
+
+@pytest.fixture(scope="module")
+def cluster(before):
+    with cluster_support.local_cluster(PROFILE, 2, "--real-nodes", "2") as up:
+        yield up
+    left = machine.differences(before, machine.snapshot())
+    assert left == [], "after cluster down:\n" + "\n".join(left)
+
+
+def test_every_node_is_a_kubelet_of_the_control_planes_release(cluster):
+    server = json.loads(cluster.kubectl("version", "-o", "json").stdout)["serverVersion"]
+    nodes = cluster.objects.list("v1", "Node")
+    assert {n["metadata"]["name"] for n in nodes} == {"node-000", "node-001"}
+    for node in nodes:
+        info = node["status"]["nodeInfo"]
+        assert info["kubeletVersion"] == server["gitVersion"]
+        assert info["containerRuntimeVersion"].startswith("containerd://")
+        assert node["metadata"]["labels"]["cpu-manager-policy"] == "static"  # the profile's CPU-manager label
+        assert node["status"]["allocatable"]["cpu"] == "1"  # 2 CPUs, CPU 0 kept for the system
+
+
+def _train(cluster, backend: str, namespace: str, job: str = "tiny") -> list[dict]:
+    cluster.restricted_namespace(namespace)
+    rendered = conformance.render(JOBS / f"{job}.yaml", PROFILE, backend, namespace)
+    apply(cluster, job_objects(rendered))
+    return rendered
+
+
+@pytest.mark.parametrize("backend", ["native", "jobset", "tfjob"])
+def test_the_job_trains_to_completion_in_pods_of_the_built_image(cluster, backend):
+    namespace = f"train-{backend}"
+    _train(cluster, backend, namespace)
+    _wait_complete(cluster, backend, namespace, timeout=240)
+    # The TFJob operator deletes the pods still running once the chief succeeds (cleanPodPolicy Running):
+    # the chief's pod stays, and every pod left ended well.
+    done = [p for p in cluster.pods(namespace) if not p["metadata"].get("deletionTimestamp")]
+    assert all(p["status"].get("phase") == "Succeeded" and terminated(p).get("exitCode") == 0 for p in done)
+    chief = next(p for p in done if p["metadata"]["labels"]["tfjobgen.dev/role"] == "chief")
+    log = cluster.kubectl("logs", "-n", namespace, chief["metadata"]["name"]).stdout
+    assert "event=finished" in log and "step=1500" in log, log[-2000:]
+    remove_namespace(cluster, namespace)
+
+
+def _wait_complete(cluster, backend: str, namespace: str, timeout: float = 120) -> None:
+    kinds = {"native": ("batch/v1", "Job", "Complete"), "jobset": ("jobset.x-k8s.io/v1alpha2", "JobSet", "Completed"),
+             "tfjob": ("kubeflow.org/v1", "TFJob", "Succeeded")}
+    api_version, kind, condition = kinds[backend]
+
+    def complete():
+        found = cluster.objects.list(api_version, kind, namespace)
+        return found and all(any(c["type"] == condition and c["status"] == "True"
+                                 for c in (o.get("status") or {}).get("conditions") or []) for o in found)
+
+    cluster.wait(complete, f"every {kind} of {namespace} {condition}", timeout)
+
+
+@pytest.fixture(scope="class")
+def pinned(cluster):
+    """The cpuset job, long enough to look at while it trains: one PS and one worker, one whole CPU each."""
+    namespace = "pinned"
+    cluster.restricted_namespace(namespace)
+    apply(cluster, job_objects(conformance.render(JOBS / "pinned.yaml", PROFILE, "native", namespace)))
+    pods = running_pods(cluster, namespace, 2, timeout=180)
+    yield {p["metadata"]["labels"]["tfjobgen.dev/role"]: p for p in pods}
+    remove_namespace(cluster, namespace)
+
+
+STATUS = "print(open('/proc/self/status').read()); import os; print('nproc', len(os.sched_getaffinity(0)))"
+
+
+def _status(text: str) -> dict:
+    return dict(line.split(":", 1) if ":" in line else line.split(" ", 1) for line in text.splitlines() if line.strip())
+
+
+# A new pod's address reaches kube-router's sets a moment after the pod starts: "connected" once in 8 s wins,
+# "refused" means refused (or dropped) for all of them.
+CONNECT = ("import socket, time\n"
+           "deadline, said = time.monotonic() + 8, ''\n"
+           "while time.monotonic() < deadline:\n"
+           "    try:\n"
+           "        socket.create_connection((%r, %d), timeout=1).close(); said = 'connected'; break\n"
+           "    except OSError as err:\n"
+           "        said = f'refused {err}'; time.sleep(0.5)\n"
+           "print(said)\n")
+
+
+class TestAJobOnWholeCPUs:
+    """The cpuset job training while the tests look at it: its CPUs, its security, its network, its DNS,
+    its metrics. It holds each node's one allocatable CPU, so it goes before the failure cases start theirs."""
+
+    def test_a_guaranteed_pod_gets_a_cpu_of_its_own_and_a_shared_pod_does_not(self, cluster, pinned):
+        ps = pinned["ps"]
+        status = _status(exec_in(cluster, "pinned", ps["metadata"]["name"], STATUS))
+        assert status["Cpus_allowed_list"].strip() == "1"
+        assert status["nproc"].strip() == "1"
+        up = cluster.wait(lambda: next((line for line in cluster.kubectl("logs", "-n", "pinned", ps["metadata"]["name"])
+                                        .stdout.splitlines() if "event=up" in line), None), "the PS's server up", 60)
+        assert "threads=1/1" in up, up  # TensorFlow's thread pools: one thread per CPU it has
+        node = ps["spec"]["nodeName"]
+        phase, output = run_probe(cluster, probe_pod("shared", "pinned", STATUS, node=node))
+        assert phase == "Succeeded", output
+        assert _status(output)["Cpus_allowed_list"].strip() == "0"  # the node's shared pool: all but the PS's CPU
+
+    def test_the_runtime_applies_restricted_pod_security_and_mounts_no_token(self, cluster, pinned):
+        ps = pinned["ps"]
+        status = _status(exec_in(cluster, "pinned", ps["metadata"]["name"], STATUS))
+        uid = str(ps["spec"]["securityContext"]["runAsUser"])
+        assert status["Uid"].split() == [uid] * 4
+        assert status["NoNewPrivs"].strip() == "1"
+        assert status["Seccomp"].strip() == "2"  # a filter is applied (RuntimeDefault)
+        assert {status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")} == {"0000000000000000"}
+        listed = exec_in(cluster, "pinned", ps["metadata"]["name"],
+                         "import os; print(os.path.exists('/var/run/secrets/kubernetes.io/serviceaccount'))")
+        assert listed.strip() == "False"
+
+    def test_the_jobs_network_policy_is_enforced(self, cluster, pinned):
+        ps, worker = pinned["ps"], pinned["worker"]
+        ps_ip = ps["status"]["podIP"]
+        # The job's own pods reach the training port.
+        assert exec_in(cluster, "pinned", worker["metadata"]["name"], CONNECT % (ps_ip, TRAINING_PORT)).strip() == "connected"
+        # A pod of another namespace does not, nor does one of the job's namespace that is not the job's.
+        cluster.restricted_namespace("elsewhere")
+        cluster.restricted_namespace("monitoring")  # the profile's monitoring namespace
+        cases = {("elsewhere", TRAINING_PORT): "refused", ("pinned", TRAINING_PORT): "refused",
+                 ("elsewhere", METRICS_PORT): "refused", ("monitoring", METRICS_PORT): "connected",
+                 ("monitoring", TRAINING_PORT): "refused"}
+        seen = {}
+        for index, ((namespace, port), _) in enumerate(cases.items()):
+            phase, output = run_probe(cluster, probe_pod(f"probe-{index}", namespace, CONNECT % (ps_ip, port)))
+            seen[(namespace, port)] = output.split()[0] if output.split() else phase
+        assert seen == cases
+
+    def test_status_reads_the_running_pods_metrics_past_the_network_policy(self, cluster, pinned):
+        """The policy refuses the API server's pod proxy on the metrics port; status reads it through a forwarded port."""
+        shown = cluster_support.tfjobgen("status", "pinned", "-n", "pinned", "--kubeconfig", str(cluster.kubeconfig))
+        assert shown.returncode == 0, shown.stderr
+        metrics = next(line for line in shown.stdout.splitlines() if line.startswith("METRICS"))
+        assert "steps/s" in metrics and "unreachable" not in metrics, shown.stdout
+        assert "PS bytes max/mean" in shown.stdout
+
+    def test_every_tf_config_address_resolves_through_the_cluster_dns_to_its_tasks_pod(self, cluster, pinned):
+        cluster_map = cluster.objects.get("v1", "ConfigMap", "pinned-cluster", "pinned")["data"]["cluster.json"]
+        hosts = sorted({a.rsplit(":", 1)[0] for addresses in json.loads(cluster_map).values() for a in addresses})
+        phase, output = run_probe(cluster, probe_pod("resolve", "pinned", (
+            "import json, socket; print(json.dumps({h: socket.gethostbyname(h) for h in %r}))" % hosts)))
+        assert phase == "Succeeded", output
+        pods = pinned.values()
+        by_name = {f"{p['spec']['hostname']}.{p['spec']['subdomain']}": p["status"]["podIP"] for p in pods}
+        assert json.loads(output.strip().splitlines()[-1]) == {host: by_name[host] for host in hosts}
+
+
+def test_a_ps_killed_by_sigkill_gets_a_new_pod_and_the_job_completes(cluster):
+    namespace = "killed"
+    _train(cluster, "native", namespace)
+    pods = running_pods(cluster, namespace, 4, timeout=180)
+    ps = next(p for p in pods if "-ps-" in p["metadata"]["name"])
+    os.kill(container_pid(ps), signal.SIGKILL)
+
+    def replaced():
+        found = cluster.pods(namespace, "tfjobgen.dev/role=ps")
+        old = next((p for p in found if p["metadata"]["uid"] == ps["metadata"]["uid"]), None)
+        new = [p for p in found if p["metadata"]["uid"] != ps["metadata"]["uid"]]
+        return (old, new) if old and terminated(old) and new else None
+
+    old, new = cluster.wait(replaced, "the killed PS's exit and its new pod", 90)
+    assert terminated(old)["exitCode"] == 137  # 128 + SIGKILL, as the kubelet reports a killed process
+    assert old["status"]["phase"] == "Failed"
+    _wait_complete(cluster, "native", namespace)
+    remove_namespace(cluster, namespace)
+
+
+def test_a_worker_out_of_memory_is_oomkilled_and_replaced(cluster):
+    namespace = "oom"
+    cluster.restricted_namespace(namespace)
+    rendered = conformance.render(JOBS / "tiny.yaml", PROFILE, "native", namespace)
+    for obj in rendered:  # TensorFlow alone needs more than 200 MiB: the worker dies as it imports it
+        if obj["kind"] == "Job" and obj["metadata"]["name"].endswith("-worker"):
+            for container in obj["spec"]["template"]["spec"]["containers"]:
+                container["resources"]["limits"]["memory"] = "200Mi"
+                container["resources"]["requests"]["memory"] = "200Mi"
+    apply(cluster, job_objects(rendered))
+
+    def oom_killed():
+        found = [p for p in cluster.pods(namespace, "tfjobgen.dev/role=worker") if terminated(p)]
+        return found if found else None
+
+    killed = cluster.wait(oom_killed, "a worker killed by the kernel's OOM killer", 120)[0]
+    assert terminated(killed)["reason"] == "OOMKilled"
+    assert terminated(killed)["exitCode"] == 137
+    index = killed["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
+
+    def counted():
+        found = [p for p in cluster.pods(namespace, f"tfjobgen.dev/role=worker,batch.kubernetes.io/job-completion-index={index}")
+                 if p["metadata"]["uid"] != killed["metadata"]["uid"]]
+        return found if found else None
+
+    again = cluster.wait(counted, "a new pod for the OOM-killed worker", 60)[0]
+    assert again["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"] == "1"  # counted
+    remove_namespace(cluster, namespace)
+
+
+def test_a_permanent_exit_code_fails_its_job_at_once_and_ends_the_others(cluster):
+    namespace = "permanent"
+    _train(cluster, "native", namespace, job="no-data")
+
+    def all_failed():
+        jobs = cluster.objects.list("batch/v1", "Job", namespace)
+        failed = [j for j in jobs if any(c["type"] == "Failed" and c["status"] == "True"
+                                         for c in (j.get("status") or {}).get("conditions") or [])]
+        return jobs if jobs and len(failed) == len(jobs) else None
+
+    jobs = cluster.wait(all_failed, "every Job of the job failed", 180)
+    reasons = {j["metadata"]["name"]: next(c["reason"] for c in j["status"]["conditions"] if c["type"] == "Failed")
+               for j in jobs}
+    assert "PodFailurePolicy" in reasons.values(), reasons
+    codes = sorted({terminated(p).get("exitCode") for p in cluster.pods(namespace)})
+    assert set(codes) <= {2, 4}, codes  # the failing task's 2, and the others' ABORT (4)
+    assert all(j["status"].get("failed", 0) <= 1 for j in jobs), "no task got a second pod"
+    remove_namespace(cluster, namespace)
+
+
+def test_an_evicted_worker_gets_a_new_pod_that_is_not_counted(cluster):
+    namespace = "evicted"
+    _train(cluster, "native", namespace)
+    pods = running_pods(cluster, namespace, 4, timeout=180)
+    worker = next(p for p in pods if "-worker-" in p["metadata"]["name"])
+    cluster.evict_pod(namespace, worker["metadata"]["name"])
+    index = worker["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
+
+    def replaced():
+        found = [p for p in cluster.pods(namespace, f"tfjobgen.dev/role=worker,batch.kubernetes.io/job-completion-index={index}")
+                 if p["metadata"]["uid"] != worker["metadata"]["uid"]]
+        return found if found else None
+
+    new = cluster.wait(replaced, "a new pod for the evicted worker", 90)[0]
+    assert new["metadata"]["annotations"].get("batch.kubernetes.io/job-index-failure-count", "0") == "0"
+    _wait_complete(cluster, "native", namespace)
+    remove_namespace(cluster, namespace)
+
+
