@@ -65,12 +65,38 @@ def test_an_interrupted_cluster_up_leaves_the_machine_as_it_was(before):
     assert machine.differences(before, machine.snapshot()) == []
 
 
+def _refused(*args: str, env: dict | None = None) -> str:
+    """`cluster up` with args: it must fail with one line, having made nothing."""
+    name = f"bad{os.getpid()}"
+    done = cluster_support.tfjobgen("cluster", "up", "--name", name, "--profile", str(PROFILE), *args, env=env)
+    assert done.returncode != 0 and done.stdout == ""
+    lines = [line for line in done.stderr.splitlines() if line.startswith("tfjobgen cluster up:")]
+    assert len(lines) == 1, done.stderr
+    assert not (cluster_support.SESSION_HOME / name).exists() or not cluster_support.leftovers(
+        cluster_support.SESSION_HOME / name)
+    return lines[0]
+
+
+def test_a_request_the_machine_cannot_hold_gets_one_line_and_makes_nothing(before, tmp_path):
+    assert "--real-nodes 3: the main group has 2 node(s); pass --nodes 3" in _refused("--nodes", "2", "--real-nodes", "3")
+    said = _refused("--nodes", "200", "--real-nodes", "200")
+    assert "each real node needs about 1024 MiB" in said and "ask for at most" in said
+    said = _refused("--nodes", "1", "--real-nodes", "1", env={"TFJOBGEN_IMAGES_CACHE": str(tmp_path)})
+    assert said.endswith("the images are not built: run `make images`")
+    assert machine.differences(before, machine.snapshot()) == []
+
+
 @pytest.fixture(scope="module")
 def cluster(before):
     with cluster_support.local_cluster(PROFILE, 2, "--real-nodes", "2") as up:
         yield up
     left = machine.differences(before, machine.snapshot())
     assert left == [], "after cluster down:\n" + "\n".join(left)
+
+
+def test_a_second_cluster_with_real_nodes_is_refused_while_one_runs(cluster):
+    said = _refused("--nodes", "1", "--real-nodes", "1")
+    assert "another cluster with real nodes runs on this machine" in said and "tfjobgen cluster list" in said
 
 
 def test_every_node_is_a_kubelet_of_the_control_planes_release(cluster):
@@ -99,7 +125,11 @@ def test_the_job_trains_to_completion_in_pods_of_the_built_image(cluster, backen
     _wait_complete(cluster, backend, namespace, timeout=240)
     # The TFJob operator deletes the pods still running once the chief succeeds (cleanPodPolicy Running):
     # the chief's pod stays, and every pod left ended well.
-    done = [p for p in cluster.pods(namespace) if not p["metadata"].get("deletionTimestamp")]
+    def settled():  # the operator's deletions under way: wait until it has asked for every one
+        kept = [p for p in cluster.pods(namespace) if not p["metadata"].get("deletionTimestamp")]
+        return kept if all(p["status"].get("phase") in ("Succeeded", "Failed") for p in kept) else None
+
+    done = cluster.wait(settled, f"every pod of {namespace} ended or deleted", 60)
     assert all(p["status"].get("phase") == "Succeeded" and terminated(p).get("exitCode") == 0 for p in done)
     chief = next(p for p in done if p["metadata"]["labels"]["tfjobgen.dev/role"] == "chief")
     log = cluster.kubectl("logs", "-n", namespace, chief["metadata"]["name"]).stdout

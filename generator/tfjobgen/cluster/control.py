@@ -161,7 +161,7 @@ def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitop
     for obj in classes + node_objects:
         objects.create(obj)
     ports_taken: dict[str, int] = {}
-    context = _real_nodes_context(files, ca, admin, api_port, objects, started, step, ports_taken)
+    context = _real_nodes_context(files, ca, api_port, objects, started, step, ports_taken)
     if real:
         step("real nodes: bridge")
         bring_up.start_host(context, real, images, profile.cluster_domain)
@@ -195,13 +195,13 @@ def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitop
     return state
 
 
-def _real_nodes_context(files, ca, admin, api_port, objects, started, step, ports_taken) -> bring_up.Context:
+def _real_nodes_context(files, ca, api_port, objects, started, step, ports_taken) -> bring_up.Context:
     def ports(*purposes: str) -> list[int]:
         found = _ports(len(purposes))
         ports_taken.update(zip(purposes, found))
         return found
 
-    return bring_up.Context(home=files.home, ca=ca, admin=admin, api_port=api_port, objects=objects,
+    return bring_up.Context(home=files.home, ca=ca, api_port=api_port, objects=objects,
                             service_range=components.SERVICE_CIDR, say=step,
                             launch=lambda component: _launch(component, files, started), ports=ports)
 

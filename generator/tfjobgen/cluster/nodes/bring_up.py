@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +114,6 @@ class Context:
 
     home: Path  # the cluster's folder
     ca: pki.Pair
-    admin: pki.Pair
     api_port: int
     objects: object  # api.Objects
     service_range: str
@@ -224,8 +222,3 @@ def _get(url: str) -> bool:
     with urllib.request.urlopen(url, timeout=2) as response:
         return response.status == 200
 
-
-def wait_while(condition: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while condition() and time.monotonic() < deadline:
-        time.sleep(0.1)

@@ -96,8 +96,10 @@ def make_node(node: NodeAddresses, others: list[NodeAddresses]) -> None:
     _ip("route", "add", node.pod_subnet, "via", node.address, "dev", BRIDGE)
     # Routing between the node's pods and the bridge, and bridged pod traffic seen by iptables (the
     # NetworkPolicy rules): both set in the node's namespace only, never the host's.
-    for key in ("net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables"):
-        subprocess.run(["nsenter", f"--net={node.netns_path}", "sh", "-c", f"echo 1 > /proc/sys/{key}"], check=True)
+    done = subprocess.run(["nsenter", f"--net={node.netns_path}", "sysctl", "-q", "-w", "net.ipv4.ip_forward=1",
+                           "net.bridge.bridge-nf-call-iptables=1"], capture_output=True, text=True)
+    if done.returncode:
+        raise NetworkError(f"sysctl in {node.namespace} failed: {done.stderr.strip()} (is br_netfilter loaded?)")
 
 
 def pod_namespaces(node: NodeAddresses) -> list[str]:

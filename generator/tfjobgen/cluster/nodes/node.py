@@ -18,7 +18,7 @@ from pathlib import Path
 from ...images import catalog
 from .. import tools
 from ..processes import Component
-from .network import API_RELAY_PORT, BRIDGE_ADDRESS, REGISTRY_RELAY_PORT, NodeAddresses
+from .network import BRIDGE_ADDRESS, REGISTRY_RELAY_PORT, NodeAddresses
 
 KUBELET_PORT = 10250
 # The v1 hierarchies a node's cgroup is made in; runc also writes the cgroup2 "unified" one of the
