@@ -110,11 +110,13 @@ def node_memory(folder: Path) -> dict[str, float]:
 
 
 def run_local_speed() -> float:
+    """STEPS/S of run-local's summary table (the chief's finished line, as on real nodes)."""
     done = tfjobgen("run-local", str(JOB), check=False)
-    match = FINISHED.search(done.stdout + done.stderr)
-    if not match:
-        raise SystemExit(f"run-local printed no finished line:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return float(match.group(1))
+    lines = (done.stdout + done.stderr).splitlines()
+    for index, line in enumerate(lines[:-2]):
+        if line.split()[:3] == ["STEPS", "TARGET", "STEPS/S"]:
+            return float(lines[index + 2].split()[2].replace(",", ""))
+    raise SystemExit(f"run-local printed no summary:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
 
 
 def main() -> int:
@@ -133,6 +135,7 @@ def main() -> int:
         memory = node_memory(home.folder(name))
         run_job(kubeconfig, objects, "warm-up")  # the nodes pull the image once
         jobs = [run_job(kubeconfig, objects, f"run-{run}") for run in range(args.runs)]
+        print(f"jobs (first step s, complete s, steps/s): {jobs}; memory MiB: {memory}", file=sys.stderr)
     finally:
         tfjobgen("cluster", "down", "--name", name, check=False)
     local = [run_local_speed() for _ in range(args.runs)]

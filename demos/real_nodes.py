@@ -56,7 +56,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=sorted(COMPLETE), default="native")
     args = parser.parse_args()
-    name = f"demo-nodes-{os.getpid()}"
+    name = "demo-nodes"
     up = tfjobgen("cluster", "up", "--name", name, "--profile", str(PROFILE), "--nodes", "2", "--real-nodes", "2")
     if up.returncode:
         return up.returncode

@@ -12,7 +12,10 @@ One machine holds one cluster with real nodes at a time, so the tests that start
 - the job's NetworkPolicy, enforced by kube-router: the job's pods reach each other, nothing else reaches
   the training ports, and only the monitoring namespace reaches the metrics port;
 - real failures: a PS killed by SIGKILL, a worker out of memory, a permanent exit code, an eviction, each
-  with the exit code a real process gives and the outcome docs/design.md's lifecycle table promises.
+  with the exit code a real process gives and the outcome docs/design.md's lifecycle table promises;
+  and last, a node lost by stopping its kubelet;
+- bad requests (more real nodes than the machine holds, images not built, a second cluster with real
+  nodes) get one line and make nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import json
 import os
 import signal
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 from cluster import cluster_support
@@ -334,3 +339,41 @@ def test_an_evicted_worker_gets_a_new_pod_that_is_not_counted(cluster):
     remove_namespace(cluster, namespace)
 
 
+
+
+def test_a_node_lost_by_stopping_its_kubelet_gets_its_tasks_replaced_once_it_is_declared_out_of_service(cluster):
+    """Last: it leaves node-001 without a kubelet. A node whose kubelet is gone cannot confirm its pods ended, so
+    they stay Terminating and the Job controller (podReplacementPolicy Failed) waits; the out-of-service taint, what
+    an administrator sets for a node that is down for good, lets the pod garbage collector remove them."""
+    namespace = "lost"
+    _train(cluster, "native", namespace, job="steady")
+    pods = running_pods(cluster, namespace, 4, timeout=180)
+    lost = "node-001"
+    on_lost = {p["metadata"]["uid"] for p in pods if p["spec"]["nodeName"] == lost}
+    assert on_lost, "the scheduler put no task on node-001"
+    kubelet = [pid for pid in cluster_support.leftovers(cluster.home)
+               if f"--hostname-override={lost}" in Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+               and "kubelet" in Path(f"/proc/{pid}/comm").read_text()]
+    assert len(kubelet) == 1, kubelet
+    os.kill(kubelet[0], signal.SIGKILL)
+
+    def unready_and_terminating():
+        node = cluster.objects.get("v1", "Node", lost)
+        ready = next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
+        stuck = [p for p in cluster.pods(namespace) if p["metadata"]["uid"] in on_lost
+                 and p["metadata"].get("deletionTimestamp")]
+        return ready != "True" and len(stuck) == len(on_lost)
+
+    cluster.wait(unready_and_terminating, f"{lost} NotReady and its pods Terminating", 120)
+    time.sleep(10)  # nothing replaces them while they are Terminating on a node that cannot say they ended
+    assert not [p for p in cluster.pods(namespace) if p["metadata"]["uid"] not in {x["metadata"]["uid"] for x in pods}]
+    cluster.kubectl("taint", "node", lost, "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute")
+
+    def replaced():
+        now = cluster.pods(namespace)
+        gone = not any(p["metadata"]["uid"] in on_lost for p in now)
+        running = [p for p in now if p["status"].get("phase") == "Running" and p["spec"]["nodeName"] != lost]
+        return gone and len(running) == 4
+
+    cluster.wait(replaced, f"the tasks of {lost} gone and running again on the other node", 180)
+    remove_namespace(cluster, namespace)

@@ -190,8 +190,7 @@ def write_files(node: RealNode, ca_file: Path) -> None:
 
 def too_long_paths(node: RealNode) -> list[str]:
     """Unix sockets the node's processes make, whose paths the kernel would refuse."""
-    sockets = [node.containerd_socket, node.folder / "kubelet" / "pod-resources" / "kubelet.sock",
-               node.folder / "kubelet" / "plugins_registry" / ("x" * 20)]
+    sockets = [Path(f"{node.containerd_socket}.ttrpc"), node.folder / "kubelet" / "pod-resources" / "kubelet.sock"]
     return [str(s) for s in sockets if len(str(s)) > SOCKET_PATH_MAX]
 
 
