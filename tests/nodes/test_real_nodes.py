@@ -77,8 +77,7 @@ def _refused(*args: str, env: dict | None = None) -> str:
     assert done.returncode != 0 and done.stdout == ""
     lines = [line for line in done.stderr.splitlines() if line.startswith("tfjobgen cluster up:")]
     assert len(lines) == 1, done.stderr
-    assert not (cluster_support.SESSION_HOME / name).exists() or not cluster_support.leftovers(
-        cluster_support.SESSION_HOME / name)
+    assert not (cluster_support.SESSION_HOME / name).exists(), "refused after making the cluster's folder"
     return lines[0]
 
 
