@@ -94,11 +94,9 @@ _STAMPS = {
 
 
 def cache_root() -> Path:
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tfjobgen" / "cluster-tools"
+    from ..kit import caches
+
+    return caches.folder("cluster-tools", CACHE_ENV)
 
 
 def families() -> list[Family]:

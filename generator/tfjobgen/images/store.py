@@ -64,11 +64,9 @@ class BuiltImage:
 
 
 def cache_root() -> Path:
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tfjobgen" / "images"
+    from ..kit import caches
+
+    return caches.folder("images", CACHE_ENV)
 
 
 def folder(name: str) -> Path:

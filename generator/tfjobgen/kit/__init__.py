@@ -4,7 +4,8 @@
     table    plain-text tables for people: aligned columns, numbers right-aligned
     ps_load  the PS's load for people: bytes per PS, shares, max/mean against the balance goal
     files    writing several files all or nothing (hydrate, run-local, plan --png, diff -o)
+    caches   where what is built once per machine lives (~/.cache/tfjobgen/<what>): tools, images, registry
 
-Imported by planner/, local/, cluster/, gitops/ and status/; it imports shared/ only
+Imported by planner/, local/, cluster/, images/, gitops/ and status/; it imports shared/ only
 (docs/design.md, "Layers"). This face imports nothing.
 """

@@ -165,8 +165,9 @@ def start_host(context: Context, nodes: list[RealNode], images: list[Image], clu
 
 def registry_storage() -> Path:
     """The registry's blobs, kept between clusters beside the image cache: an image is pushed once per machine."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(os.environ.get("TFJOBGEN_REGISTRY_STORAGE", Path(base) / "tfjobgen" / "registry"))
+    from ...kit import caches
+
+    return caches.folder("registry", "TFJOBGEN_REGISTRY_STORAGE")
 
 
 def _push(image: Image, port: int, logs: Path) -> None:
