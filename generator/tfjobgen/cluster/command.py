@@ -162,8 +162,10 @@ def _list(args) -> int:
         state = home.load(name)
         alive = len(processes.running(home.folder(name)))
         rows.append([name, state.profile_name if state else "-", state.nodes if state else "-",
+                     len(state.real_nodes) if state else "-",
                      f"{alive} running" if state else "starting or broken", state.kubeconfig if state else "-"])
-    print(table.render(["NAME", "PROFILE", "NODES", "PROCESSES", "KUBECONFIG"], rows) if rows else "no local clusters")
+    print(table.render(["NAME", "PROFILE", "NODES", "REAL", "PROCESSES", "KUBECONFIG"], rows) if rows
+          else "no local clusters")
     return EXIT_OK
 
 
