@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 from tfjobgen.cluster import api, home  # noqa: E402
 from tfjobgen.cluster.measure import conformance  # noqa: E402
-from tfjobgen.cluster.nodes import node as real_node  # noqa: E402
+from tfjobgen.cluster.nodes import node as real_node, teardown  # noqa: E402
 
 PROFILE = REPO / "tests" / "nodes" / "profiles" / "real-nodes.yaml"
 JOB = REPO / "tests" / "nodes" / "jobs" / "tiny.yaml"
@@ -93,10 +93,7 @@ def run_job(kubeconfig: Path, objects: api.Objects, namespace: str) -> tuple[flo
 def node_memory(folder: Path) -> dict[str, float]:
     """MiB of resident memory per real node, over the processes of its cgroup (pods included: none run)."""
     found = {}
-    for record in sorted((folder / "nodes").glob("*/node.json")):
-        recorded = json.loads(record.read_text())
-        node = real_node.RealNode(recorded["name"], real_node.NodeAddresses(recorded["index"]), record.parent,
-                                  "", False, ())
+    for node in teardown.recorded_nodes(folder):
         kib = 0
         for pid in real_node.cgroup_pids(node):
             try:
@@ -105,7 +102,7 @@ def node_memory(folder: Path) -> dict[str, float]:
                 continue
             match = re.search(r"VmRSS:\s+(\d+) kB", status)
             kib += int(match.group(1)) if match else 0
-        found[recorded["name"]] = kib / 1024
+        found[node.name] = kib / 1024
     return found
 
 

@@ -34,6 +34,7 @@ from nodes_support import (PROFILE, apply, container_pid, exec_in, job_objects, 
 
 import machine
 from tfjobgen.cluster.measure import conformance
+from tfjobgen.concerns import labels
 
 JOBS = PROFILE.parent.parent / "jobs"
 TRAINING_PORT, METRICS_PORT = 2222, 2225
@@ -135,7 +136,7 @@ def test_the_job_trains_to_completion_in_pods_of_the_built_image(cluster, backen
 
     done = cluster.wait(settled, f"every pod of {namespace} ended or deleted", 60)
     assert all(p["status"].get("phase") == "Succeeded" and terminated(p).get("exitCode") == 0 for p in done)
-    chief = next(p for p in done if p["metadata"]["labels"]["tfjobgen.dev/role"] == "chief")
+    chief = next(p for p in done if p["metadata"]["labels"][labels.ROLE] == "chief")
     log = cluster.kubectl("logs", "-n", namespace, chief["metadata"]["name"]).stdout
     assert "event=finished" in log and "step=1500" in log, log[-2000:]
     remove_namespace(cluster, namespace)
@@ -161,7 +162,7 @@ def pinned(cluster):
     cluster.restricted_namespace(namespace)
     apply(cluster, job_objects(conformance.render(JOBS / "pinned.yaml", PROFILE, "native", namespace)))
     pods = running_pods(cluster, namespace, 2, timeout=180)
-    yield {p["metadata"]["labels"]["tfjobgen.dev/role"]: p for p in pods}
+    yield {p["metadata"]["labels"][labels.ROLE]: p for p in pods}
     remove_namespace(cluster, namespace)
 
 
@@ -257,7 +258,7 @@ def test_a_ps_killed_by_sigkill_gets_a_new_pod_and_the_job_completes(cluster):
     os.kill(container_pid(ps), signal.SIGKILL)
 
     def replaced():
-        found = cluster.pods(namespace, "tfjobgen.dev/role=ps")
+        found = cluster.pods(namespace, f"{labels.ROLE}=ps")
         old = next((p for p in found if p["metadata"]["uid"] == ps["metadata"]["uid"]), None)
         new = [p for p in found if p["metadata"]["uid"] != ps["metadata"]["uid"]]
         return (old, new) if old and terminated(old) and new else None
@@ -267,6 +268,17 @@ def test_a_ps_killed_by_sigkill_gets_a_new_pod_and_the_job_completes(cluster):
     assert old["status"]["phase"] == "Failed"
     _wait_complete(cluster, "native", namespace)
     remove_namespace(cluster, namespace)
+
+
+def _next_pod(cluster, namespace: str, old: dict, what: str, timeout: float) -> dict:
+    """The pod the Job controller made for the same task (role and completion index) after `old`."""
+    task = old["metadata"]["labels"]
+    selector = f"{labels.ROLE}={task[labels.ROLE]},{labels.JOB_COMPLETION_INDEX}={task[labels.JOB_COMPLETION_INDEX]}"
+
+    def made():
+        return [p for p in cluster.pods(namespace, selector) if p["metadata"]["uid"] != old["metadata"]["uid"]] or None
+
+    return cluster.wait(made, what, timeout)[0]
 
 
 def test_a_worker_out_of_memory_is_oomkilled_and_replaced(cluster):
@@ -281,21 +293,14 @@ def test_a_worker_out_of_memory_is_oomkilled_and_replaced(cluster):
     apply(cluster, job_objects(rendered))
 
     def oom_killed():
-        found = [p for p in cluster.pods(namespace, "tfjobgen.dev/role=worker") if terminated(p)]
+        found = [p for p in cluster.pods(namespace, f"{labels.ROLE}=worker") if terminated(p)]
         return found if found else None
 
     killed = cluster.wait(oom_killed, "a worker killed by the kernel's OOM killer", 120)[0]
     assert terminated(killed)["reason"] == "OOMKilled"
     assert terminated(killed)["exitCode"] == 137
-    index = killed["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
-
-    def counted():
-        found = [p for p in cluster.pods(namespace, f"tfjobgen.dev/role=worker,batch.kubernetes.io/job-completion-index={index}")
-                 if p["metadata"]["uid"] != killed["metadata"]["uid"]]
-        return found if found else None
-
-    again = cluster.wait(counted, "a new pod for the OOM-killed worker", 60)[0]
-    assert again["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"] == "1"  # counted
+    again = _next_pod(cluster, namespace, killed, "a new pod for the OOM-killed worker", 60)
+    assert again["metadata"]["annotations"][labels.JOB_INDEX_FAILURE_COUNT] == "1"  # counted
     remove_namespace(cluster, namespace)
 
 
@@ -325,15 +330,8 @@ def test_an_evicted_worker_gets_a_new_pod_that_is_not_counted(cluster):
     pods = running_pods(cluster, namespace, 4, timeout=180)
     worker = next(p for p in pods if "-worker-" in p["metadata"]["name"])
     cluster.evict_pod(namespace, worker["metadata"]["name"])
-    index = worker["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
-
-    def replaced():
-        found = [p for p in cluster.pods(namespace, f"tfjobgen.dev/role=worker,batch.kubernetes.io/job-completion-index={index}")
-                 if p["metadata"]["uid"] != worker["metadata"]["uid"]]
-        return found if found else None
-
-    new = cluster.wait(replaced, "a new pod for the evicted worker", 90)[0]
-    assert new["metadata"]["annotations"].get("batch.kubernetes.io/job-index-failure-count", "0") == "0"
+    new = _next_pod(cluster, namespace, worker, "a new pod for the evicted worker", 90)
+    assert new["metadata"]["annotations"].get(labels.JOB_INDEX_FAILURE_COUNT, "0") == "0"
     _wait_complete(cluster, "native", namespace)
     remove_namespace(cluster, namespace)
 

@@ -27,7 +27,7 @@ def remove(home: Path) -> None:
     folder = home / "nodes"
     if not folder.is_dir():
         return
-    nodes = [_recorded(path) for path in sorted(folder.glob("*/node.json"))]
+    nodes = recorded_nodes(home)
     for real in nodes:
         _kill_cgroup(real)
     _unmount_under(folder)
@@ -43,10 +43,15 @@ def remove(home: Path) -> None:
         record.unlink()
 
 
-def _recorded(path: Path) -> RealNode:
-    recorded = json.loads(path.read_text())
-    return RealNode(name=recorded["name"], addresses=network.NodeAddresses(int(recorded["index"])), folder=path.parent,
-                    cluster_domain="", static_cpu_manager=False, registry_hosts=())
+def recorded_nodes(home: Path) -> list[RealNode]:
+    """The real nodes bring_up.py recorded in the cluster's folder (their name, place and folder: what finding
+    and removing their processes, network and cgroups needs)."""
+    nodes = []
+    for path in sorted((home / "nodes").glob("*/node.json")):
+        recorded = json.loads(path.read_text())
+        nodes.append(RealNode(name=recorded["name"], addresses=network.NodeAddresses(int(recorded["index"])),
+                              folder=path.parent, cluster_domain="", static_cpu_manager=False, registry_hosts=()))
+    return nodes
 
 
 def _kill_cgroup(real: RealNode) -> None:
