@@ -1,6 +1,6 @@
 """Time from `kubectl apply` to every pod Running, per gang scheduler, on a local cluster.
 
-    .venv/bin/python benchmarks/gang_time.py [--nodes 100] [--gang none volcano scheduler-plugins kueue]
+    .venv/bin/python benchmarks/gang_time.py [--nodes 100] [--gang none volcano scheduler-plugins kueue kubernetes]
 
 For each gang setting: `tfjobgen cluster up` with the seed's 80-core servers (overlays/seed-80c) and
 spec.gang set, then the repository's jobs that the jobset backend carries (every example but the
@@ -8,7 +8,8 @@ colocated ones: jobset is what Kueue admits whole) rendered with `tfjobgen rende
 `kubectl apply --server-side`, as Argo CD syncs. Reported per job: seconds from the apply until
 every pod of the job is Running (KWOK starts a bound pod at once, so this is admission, scheduling
 and the controllers); and for all jobs together. The cluster is stopped after each setting.
-Prints a Markdown table; needs `make cluster-tools`.
+Gang `kubernetes` (kube-scheduler's own) runs on Kubernetes 1.37 (`cluster up --kubernetes 1.37`), the
+others on the default release. Prints a Markdown table; needs `make cluster-tools`.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 from tfjobgen.cluster import api
+from tfjobgen.inputs.profile import WORKLOAD_API_SINCE
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 JOBS = ["ctr-jobset", "deeprec-starserver", "scene2-case1", "scene2-case2", "scene2-case3", "wide-deep"]
-GANGS = ("none", "volcano", "scheduler-plugins", "kueue")
+GANGS = ("none", "volcano", "scheduler-plugins", "kueue", "kubernetes")
 TFJOBGEN = [str(REPO / ".venv" / "bin" / "tfjobgen")]
 
 
@@ -39,6 +41,8 @@ def profile_file(gang: str, folder: Path, extra: dict | None = None) -> Path:
     document["metadata"]["name"] = f"seed-80c-{gang}"
     if gang != "none":
         document["spec"]["gang"] = {"scheduler": gang, **({"queue": "training"} if gang == "kueue" else {})}
+    if gang == "kubernetes":
+        document["spec"]["kubernetesVersion"] = WORKLOAD_API_SINCE
     document["spec"].update(extra or {})
     path = folder / f"profile-{gang}.yaml"
     path.write_text(yaml.safe_dump(document))
@@ -62,13 +66,14 @@ def render(profile: Path, jobs: list[Path], backend: str | None, folder: Path) -
 class Cluster:
     """`tfjobgen cluster up` / `down` around a block, as a user runs them."""
 
-    def __init__(self, profile: Path, nodes: int, name: str):
-        self.profile, self.nodes, self.name = profile, nodes, name
+    def __init__(self, profile: Path, nodes: int, name: str, release: str = ""):
+        self.profile, self.nodes, self.name, self.release = profile, nodes, name, release
 
     def __enter__(self):
         began = time.monotonic()
         up = subprocess.run(TFJOBGEN + ["cluster", "up", "--profile", str(self.profile), "--nodes", str(self.nodes),
-                                        "--name", self.name], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                                        "--name", self.name, *(["--kubernetes", self.release] if self.release else [])],
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if up.returncode != 0:
             raise SystemExit(f"cluster up failed:\n{up.stderr}")
         self.up_seconds = time.monotonic() - began
@@ -140,7 +145,8 @@ def main() -> None:
             rendered = render(profile, [REPO / "jobs" / f"{j}.yaml" for j in JOBS], "jobset", folder)
             wanted = expected_pods(rendered)
             namespaces = {o["metadata"]["namespace"] for o in yaml.safe_load_all(rendered) if o}
-            with Cluster(profile, args.nodes, f"bench-{gang}") as cluster:
+            release = WORKLOAD_API_SINCE if gang == "kubernetes" else ""
+            with Cluster(profile, args.nodes, f"bench-{gang}", release) as cluster:
                 cluster.namespaces(namespaces, "training" if gang == "kueue" else None)
                 began = time.monotonic()
                 cluster.kubectl("apply", "--server-side", "-f", "-", stdin=rendered)

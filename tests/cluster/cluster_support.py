@@ -32,6 +32,9 @@ FAIL_LABEL = "pod-container-running-failed.stage.kwok.x-k8s.io"
 SUCCEED_LABEL = "tfjobgen.dev/succeed"
 LOSE_NODE_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
 UP_DEADLINE = 120
+# The Kubernetes release every local_cluster runs (`cluster up --kubernetes`): benchmarks/release_checks.py
+# runs the tier's checks on each release this way. Unset: the default release.
+RELEASE = os.environ.get("TFJOBGEN_TEST_KUBERNETES", "")
 
 
 @uses("cluster")
@@ -138,6 +141,8 @@ def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *ext
     need_cluster_tools()
     name = f"t{os.getpid()}-{next(_names)}"
     args = ["cluster", "up", "--name", name, *extra]
+    if RELEASE:
+        args += ["--kubernetes", RELEASE]
     if profile:
         args += ["--profile", str(profile)]
     if nodes:
@@ -147,7 +152,11 @@ def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *ext
         proc = tfjobgen(*args, env=env)
         assert proc.returncode == 0, f"cluster up failed ({time.monotonic() - started:.1f}s):\n{proc.stderr}"
         kubeconfig = Path(proc.stdout.strip().splitlines()[-1])
-        yield LocalCluster(name, kubeconfig, proc.stderr)
+        cluster = LocalCluster(name, kubeconfig, proc.stderr)
+        if RELEASE:  # the release asked for, read off the API server itself
+            served = cluster.kubectl("get", "--raw", "/version").stdout
+            assert tools.family_of("kube-apiserver", RELEASE).version == json.loads(served)["gitVersion"], served
+        yield cluster
     finally:
         down = tfjobgen("cluster", "down", "--name", name)
         left = leftovers(SESSION_HOME / name)

@@ -1,4 +1,5 @@
-"""Gang admission on the real gang schedulers: Volcano, the coscheduling plugin and Kueue.
+"""Gang admission on the real gang schedulers: Volcano, the coscheduling plugin, Kueue and kube-scheduler's own
+(Kubernetes 1.37's GangScheduling plugin, on a cluster started with --kubernetes 1.37).
 
 One cluster per gang scheduler (tests/cluster/profiles/gang-*.yaml), shared by this module's tests:
 NODES servers with 8 CPUs for pods each, two 3-CPU pods per server. A "whole-cluster" job has a PS
@@ -20,14 +21,19 @@ import time
 
 import pytest
 import yaml
+import cluster_support
 from cluster_support import LocalCluster, local_cluster, need_cluster_tools, tfjobgen
-from conftest import REPO
+from conftest import REPO, need
+
+from tfjobgen.cluster import tools
+from tfjobgen.inputs.profile import WORKLOAD_API_SINCE, release
 
 PROFILES = REPO / "tests" / "cluster" / "profiles"
 NODES = 5
 GANG_PROGRAMS = {"volcano": ["vc-scheduler"], "scheduler-plugins": ["coscheduler", "coscheduling-controller"],
-                 "kueue": ["kueue"]}
-BACKENDS = {"volcano": ["native", "jobset"], "scheduler-plugins": ["native", "jobset"], "kueue": ["jobset"]}
+                 "kueue": ["kueue"], "kubernetes": []}
+BACKENDS = {"volcano": ["native", "jobset"], "scheduler-plugins": ["native", "jobset"], "kueue": ["jobset"],
+            "kubernetes": ["native", "jobset"]}
 HOLD_SECONDS = 8  # how long a job that does not fit is watched for a bound pod
 _names = itertools.count()
 
@@ -36,8 +42,19 @@ _names = itertools.count()
 def gang(request):
     """(scheduler, cluster): a cluster of the gang profile, for every test of this module in turn."""
     need_cluster_tools(*GANG_PROGRAMS[request.param])
-    with local_cluster(PROFILES / f"gang-{request.param}.yaml", NODES) as cluster:
-        assert f"{request.param} started" in cluster.up_stderr and not cluster.state()["missing"], cluster.up_stderr
+    extra = []
+    if request.param == "kubernetes":  # a release with the Workload API: the run's own, or the first that has it
+        if cluster_support.RELEASE and release(cluster_support.RELEASE) < release(WORKLOAD_API_SINCE):
+            pytest.skip(f"Kubernetes {cluster_support.RELEASE} has no gang scheduling of its own "
+                        f"(from {WORKLOAD_API_SINCE} on)")
+        if not cluster_support.RELEASE:
+            family = tools.family_of("kube-apiserver", WORKLOAD_API_SINCE)
+            need(f"Kubernetes {WORKLOAD_API_SINCE}", "built" if family.is_built() else None,
+                 f"{family.name} not built: run `make cluster-tools`")
+            extra = ["--kubernetes", WORKLOAD_API_SINCE]
+    with local_cluster(PROFILES / f"gang-{request.param}.yaml", NODES, *extra) as cluster:
+        started = request.param == "kubernetes" or f"{request.param} started" in cluster.up_stderr
+        assert started and not cluster.state()["missing"], cluster.up_stderr
         yield request.param, cluster
 
 

@@ -86,3 +86,6 @@ class Backend:
     # objects (batch/v1 Jobs), each of which Kueue admits on its own, so that its parts may wait for each other.
     one_object: bool
     reporting: Reporting
+    # Pod labels the controller's webhooks set from what only the cluster knows (a PriorityClass's value):
+    # decode cannot predict their values, only that they are there.
+    cluster_valued_pod_labels: tuple[str, ...] = ()

@@ -68,6 +68,8 @@ GROUP_NAME = "jobset.sigs.k8s.io/group-name"
 GROUP_REPLICAS = "jobset.sigs.k8s.io/group-replicas"  # child Jobs of the group
 JOB_GROUP_INDEX = "jobset.sigs.k8s.io/job-group-index"  # the child Job's index within its group
 DEFAULT_GROUP = "default"
+# Since v0.12 its pod webhook labels every pod with its priority (the PriorityClass's value), for exclusive placement.
+PRIORITY = "jobset.sigs.k8s.io/priority"
 # batch/v1's reason on a Job failed by a podFailurePolicy FailJob rule: a permanent exit code.
 POD_FAILURE_POLICY_REASON = "PodFailurePolicy"
 
@@ -211,5 +213,5 @@ def _service(jobset: dict) -> dict:
 
 
 BACKEND = Backend(NAME, NAMING, check, encode, decode, one_object=True,
-                  reporting=Reporting(KIND, child_jobs_name_failure=True))
+                  reporting=Reporting(KIND, child_jobs_name_failure=True), cluster_valued_pod_labels=(PRIORITY,))
 

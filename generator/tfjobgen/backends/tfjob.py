@@ -95,6 +95,11 @@ NAMING = Naming(
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     problems = common.one_template_per_role(job, profile, "a TFJob (a replica spec per role)")
+    if profile.gang.scheduler == "kubernetes":
+        problems.append(Problem(
+            f"the cluster profile '{profile.name}' gangs jobs with Kubernetes' own PodGroups, which the TFJob operator "
+            "(v1.9, maintenance only) neither makes nor names: use backend jobset (one field; docs/design.md) or native",
+            "spec.backend"))
     retried = [code for code in job.permanent_exit_codes if code >= RETRYABLE_FROM]
     if not job.uses_runtime and retried:
         problems.append(Problem(

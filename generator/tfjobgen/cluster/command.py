@@ -1,7 +1,8 @@
 """`tfjobgen cluster ...`, registered with the CLI (cli.FEATURE_COMMANDS).
 
     tfjobgen cluster tools [FAMILY...] [--list]      build the cluster's programs (make cluster-tools)
-    tfjobgen cluster up --profile FILE [--nodes N] [--real-nodes N] [--name NAME] [--argocd REPO [--argocd-mode ...]]
+    tfjobgen cluster up --profile FILE [--nodes N] [--real-nodes N] [--kubernetes RELEASE] [--name NAME]
+                        [--argocd REPO [--argocd-mode ...]]
     tfjobgen cluster down [--name NAME]
     tfjobgen cluster list
 
@@ -25,7 +26,8 @@ def register(commands) -> None:
     actions = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     tools = actions.add_parser("tools", help="build the cluster's programs that are not built yet")
-    tools.add_argument("families", nargs="*", metavar="FAMILY", help="only these (default: all of versions.yaml)")
+    tools.add_argument("families", nargs="*", metavar="FAMILY",
+                       help="only these (default: all of versions.yaml but those built on request)")
     tools.add_argument("--list", action="store_true", help="say what is built; build nothing")
     tools.set_defaults(run=_tools)
 
@@ -41,6 +43,9 @@ def register(commands) -> None:
     up.add_argument("--real-nodes", type=_real_nodes, default=0, metavar="N",
                     help="make the first N nodes of the main group real: kubelet, containerd, CNI, CoreDNS, "
                          "kube-router and a registry with the images of `make images` (root; docs/nodes.md)")
+    up.add_argument("--kubernetes", default="", metavar="RELEASE",
+                    help="the control plane's Kubernetes release, a minor (1.30) or exact (v1.30.14) one of "
+                         "cluster-tools/versions.yaml (default: the kubernetes family's; docs/releases.md)")
     up.add_argument("--argocd", metavar="REPO",
                     help="also run Argo CD, syncing this cluster's Applications from the git repository REPO "
                          "(a path or file:// URL; its checked-out branch) with the repository's argocd/ objects")
@@ -132,7 +137,7 @@ def _up(args) -> int:
             raise argocd.ArgoCDError("--argocd-mode needs --argocd REPO")
         gitops = argocd.source(args.argocd, args.argocd_mode or "plugin") if args.argocd else None
         state = control.up(pipeline.load_profile(args.profile), args.nodes, args.name, say, warn, gitops,
-                           real_nodes=args.real_nodes)
+                           real_nodes=args.real_nodes, kubernetes=args.kubernetes)
     except (control.ClusterError, argocd.ArgoCDError, tools.ToolsMissing, processes.StartFailed, TimeoutError,
             shape.TooManyNodes, bring_up.NodesError, network.NetworkError) as err:
         print(f"tfjobgen cluster up: {err}", file=sys.stderr)
@@ -161,10 +166,11 @@ def _list(args) -> int:
     for name in home.names():
         state = home.load(name)
         alive = len(processes.running(home.folder(name)))
-        rows.append([name, state.profile_name if state else "-", state.nodes if state else "-",
+        rows.append([name, state.profile_name if state else "-", (state.kubernetes or "-") if state else "-",
+                     state.nodes if state else "-",
                      len(state.real_nodes) if state else "-",
                      f"{alive} running" if state else "starting or broken", state.kubeconfig if state else "-"])
-    print(table.render(["NAME", "PROFILE", "NODES", "REAL", "PROCESSES", "KUBECONFIG"], rows) if rows
+    print(table.render(["NAME", "PROFILE", "KUBERNETES", "NODES", "REAL", "PROCESSES", "KUBECONFIG"], rows) if rows
           else "no local clusters")
     return EXIT_OK
 

@@ -23,7 +23,7 @@ from ..inputs.problems import InvalidInput
 from ..inputs.profile import ClusterProfile
 from . import api, argocd, controllers, home, processes, shape, tools
 from .nodes import bring_up, teardown
-from .plane import components, pki
+from .plane import components, pki, release
 from .plane.components import ClusterFiles
 
 CORE_PROGRAMS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
@@ -36,9 +36,11 @@ class ClusterError(Exception):
 
 
 def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str], None],
-       warn: Callable[[str], None], gitops: "argocd.Source | None" = None, real_nodes: int = 0) -> home.ClusterState:
+       warn: Callable[[str], None], gitops: "argocd.Source | None" = None, real_nodes: int = 0,
+       kubernetes: str = "") -> home.ClusterState:
     """Start a cluster shaped as the profile, loaded by the caller (and Argo CD reading `gitops`); its state
-    once every node is Ready. `real_nodes`: how many of the main group's nodes run containers (nodes/)."""
+    once every node is Ready. `real_nodes`: how many of the main group's nodes run containers (nodes/);
+    `kubernetes`: the control plane's release ("1.30", "v1.37.2"; "": the default, plane/release.py)."""
     if not home.NAME_PATTERN.match(name):
         raise ClusterError(f"cluster name {name!r}: use lowercase letters, digits and '-' (at most 40)")
     errors = [p for p in pipeline.check_profile(profile) if p.is_error]
@@ -49,6 +51,14 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
     if lacking:
         raise tools.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
                                  f"(binaries go to {tools.cache_root()})")
+    try:
+        chosen = release.choose(profile, kubernetes)
+    except release.ReleaseRefused as err:
+        raise ClusterError(str(err)) from None
+    if real_nodes and chosen.family.release_of:
+        raise ClusterError(f"--real-nodes: the nodes' kubelet is {tools.family_of('kubelet').version}, and a kubelet "
+                           f"newer than its API server ({chosen.version}) is not supported: real nodes run on the "
+                           "default release only")
     if gitops:
         argocd.check(gitops, profile.name)
     real = _plan_real_nodes(profile, groups, real_nodes, home.folder(name) / "nodes")
@@ -58,7 +68,7 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
     files = ClusterFiles(home.folder(name))
     started: list[processes.Started] = []
     try:
-        state = _start(profile, groups, name, files, started, say, warn, gitops, real, images)
+        state = _start(profile, groups, name, files, started, say, warn, gitops, real, images, chosen)
     except BaseException as err:
         _remove(name, started, keep_logs=isinstance(err, (processes.StartFailed, bring_up.NodesError)))
         raise
@@ -110,7 +120,8 @@ def _claim(name: str) -> None:
     folder.mkdir()
 
 
-def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitops, real, images) -> home.ClusterState:
+def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitops, real, images,
+           chosen: release.Release) -> home.ClusterState:
     begun = time.monotonic()
 
     def step(what: str) -> None:
@@ -127,9 +138,9 @@ def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitop
     etcd = _launch(components.etcd(files, etcd_client, etcd_peer), files, started)
     processes.wait_for(etcd, lambda: _get(f"http://127.0.0.1:{etcd_client}/health"), START_TIMEOUT, "a healthy store")
 
-    step("kube-apiserver, pod network")
+    step(f"kube-apiserver {chosen.version}, pod network")
     network = _launch(components.pod_network(files, api_port), files, started)
-    apiserver = _launch(components.kube_apiserver(files, api_port, etcd_client), files, started)
+    apiserver = _launch(components.kube_apiserver(files, api_port, etcd_client, chosen), files, started)
     server = f"https://127.0.0.1:{api_port}"
     trusted = ssl.create_default_context(cafile=str(ca.cert))
     processes.wait_for(apiserver, lambda: _get(server + "/readyz", trusted), START_TIMEOUT, "readiness (/readyz)")
@@ -140,8 +151,8 @@ def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitop
 
     step("kube-controller-manager, kube-scheduler, kwok")
     local_only = ssl._create_unverified_context()  # their self-made serving certificates, on 127.0.0.1
-    controller_manager = _launch(components.kube_controller_manager(files, kcm_port), files, started)
-    scheduler = _launch(components.kube_scheduler(files, scheduler_port), files, started)
+    controller_manager = _launch(components.kube_controller_manager(files, kcm_port, chosen), files, started)
+    scheduler = _launch(components.kube_scheduler(files, scheduler_port, chosen), files, started)
     _launch(components.kwok(files), files, started)
     processes.wait_for(controller_manager, lambda: _get(f"https://127.0.0.1:{kcm_port}/healthz", local_only),
                        START_TIMEOUT, "health (/healthz)")
@@ -189,7 +200,7 @@ def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitop
         missing=sorted(outcome.missing),
         ports={**dict(zip(["etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler"],
                           tools_ports)), **ports_taken, **outcome.ports}, argocd=gitops_state,
-        real_nodes=[r.name for r in real])
+        real_nodes=[r.name for r in real], kubernetes=chosen.version)
     state.save()
     step("ready")
     return state

@@ -44,6 +44,13 @@ class Family:
     toolchain: str = ""  # GOTOOLCHAIN for modules that need a newer Go than the machine's
     assets: tuple[str, ...] = ()  # files or folders of the module copied beside the binaries (CRDs, webhooks)
     edits: tuple[tuple[str, str, str], ...] = ()  # (file, old, new): changes to the module's source, compiled in
+    release_of: str = ""  # another release of that family's programs, run when a cluster asks for it (--kubernetes)
+    on_request: bool = False  # built only when named (`tfjobgen cluster tools NAME`), not by `make cluster-tools`
+
+    @property
+    def release(self) -> str:
+        """The minor release, "1.30" of v1.30.14."""
+        return ".".join(self.version.lstrip("v").split(".")[:2])
 
     @property
     def folder(self) -> Path:
@@ -109,18 +116,33 @@ def families() -> list[Family]:
             for name, entry in entries.items()]
 
 
-def family_of(program: str) -> Family:
-    for family in families():
-        if program in family.programs:
+def family_of(program: str, release: str = "") -> Family:
+    """The family that builds `program`: the default one, or the one of that release ("1.30" or "v1.30.14")."""
+    found = [f for f in families() if program in f.programs]
+    default = next((f for f in found if not f.release_of), None)
+    if not release or default is None:
+        if default is None:
+            raise KeyError(f"no family in {VERSIONS_FILE.name} builds {program!r}")
+        return default
+    for family in found:
+        if release in (family.release, family.version, family.version.lstrip("v")):
             return family
-    raise KeyError(f"no family in {VERSIONS_FILE.name} builds {program!r}")
+    raise KeyError(f"{VERSIONS_FILE.name} has no release {release} of {program} "
+                   f"(it has {', '.join(sorted({f.version for f in found}))})")
 
 
-def program(name: str) -> Path:
-    """The built binary `name`, or ToolsMissing saying how to build it."""
-    family = family_of(name)
+def releases(program: str) -> list[Family]:
+    """Every family that builds `program`, the default first."""
+    found = [f for f in families() if program in f.programs]
+    return sorted(found, key=lambda f: (bool(f.release_of), f.version))
+
+
+def program(name: str, release: str = "") -> Path:
+    """The built binary `name` (of that release), or ToolsMissing saying how to build it."""
+    family = family_of(name, release)
     if not family.is_built():
-        raise ToolsMissing(f"{name} ({family.module} {family.version}) is not built: run `make cluster-tools` "
+        how = f"`tfjobgen cluster tools {family.name}`" if family.on_request else "`make cluster-tools`"
+        raise ToolsMissing(f"{name} ({family.module} {family.version}) is not built: run {how} "
                            f"(binaries go to {family.installed_in.parent})")
     return family.installed_in / name
 
@@ -274,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="tfjobgen cluster tools")
     parser.add_argument("--list", action="store_true", help="say what is built, build nothing")
-    parser.add_argument("families", nargs="*", metavar="FAMILY", help="only these (default: all)")
+    parser.add_argument("families", nargs="*", metavar="FAMILY",
+                        help="only these (default: all but those built on request)")
     args = parser.parse_args(argv)
     return build_all(args.families, list_only=args.list)
 
@@ -282,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
 def build_all(only: list[str], list_only: bool = False) -> int:
     from ..kit import table
 
-    chosen = [f for f in families() if not only or f.name in only]
+    chosen = [f for f in families() if f.name in only or not only and not f.on_request]
     unknown = set(only) - {f.name for f in families()}
     if unknown:
         print(f"tfjobgen cluster tools: no family {', '.join(sorted(unknown))} in {VERSIONS_FILE}", file=sys.stderr)

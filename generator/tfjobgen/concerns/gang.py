@@ -18,6 +18,11 @@ nothing" its own way:
   task-topology plugin that each group's tasks attract each other and repel the other groups'
   (topology.py leaves the pods without affinity rules); the plugin then scores a server up for a
   group's pods where the group's other pods are, and down where another group's are.
+- kubernetes (1.37 and newer): kube-scheduler's own GangScheduling plugin. A standalone
+  scheduling.k8s.io/v1beta1 PodGroup per job, gang policy minCount = every task, and each pod's
+  spec.schedulingGroup.podGroupName naming it: one gang across the job's Jobs (or its JobSet's), on
+  the default scheduler. The Job controller's own Workloads (WorkloadWithJob, alpha) would make a
+  gang per Job, that is per role; it leaves alone a Job whose pods already name a group.
 - kueue: the label kueue.x-k8s.io/queue-name on the workload object. Kueue turns a JobSet
   (one PodSet per replicatedJob) or a TFJob (one per replica type) into one Workload and
   admits it whole. A batch/v1 Job is a Workload of its own, so on native Kueue admits the
@@ -50,17 +55,20 @@ COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
 VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
 VOLCANO_AFFINITY_ANNOTATION = "volcano.sh/task-topology-affinity"
 VOLCANO_ANTI_AFFINITY_ANNOTATION = "volcano.sh/task-topology-anti-affinity"
+KUBERNETES_API = "scheduling.k8s.io/v1beta1"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_MAX_POD_SETS = 18  # Workload.spec.podSets maxItems (kueue.x-k8s.io CRD)
 KUEUE_JOB_POD_SET = "main"  # the one PodSet of the Workload Kueue makes of a batch/v1 Job
 
-# The gang schedulers that admit a job through a PodGroup (ours on native and jobset, the TFJob operator's
-# on tfjob); kueue admits through its own Workload, and none admits pods one by one.
-POD_GROUP_SCHEDULERS = ("volcano", "scheduler-plugins")
+# The gang schedulers that admit a job through a PodGroup (ours on native and jobset); kueue admits through
+# its own Workload, and none admits pods one by one. The TFJob operator makes the PodGroup of the first two
+# itself (--gang-scheduler-name); Kubernetes' own is a program of no one's but kube-scheduler.
+OPERATOR_GANG_SCHEDULERS = ("volcano", "scheduler-plugins")
+POD_GROUP_SCHEDULERS = (*OPERATOR_GANG_SCHEDULERS, "kubernetes")
 
 
 def scheduler(plan) -> str:
-    """The plan's profile's gang scheduler: none, volcano, scheduler-plugins or kueue."""
+    """The plan's profile's gang scheduler: none, volcano, scheduler-plugins, kueue or kubernetes."""
     return plan.profile.gang.scheduler
 
 
@@ -107,6 +115,8 @@ def pod_template(plan, template: dict) -> dict:
     chosen = pod_group_scheduler(plan)
     if chosen is None:
         return template
+    if chosen == "kubernetes":  # the default scheduler: only the group's name, in the pod's spec
+        return {**template, "spec": {**template["spec"], "schedulingGroup": {"podGroupName": group_name(plan.job)}}}
     meta = dict(template.get("metadata", {}))
     if chosen == "volcano":
         meta["annotations"] = {**meta.get("annotations", {}), VOLCANO_GROUP_ANNOTATION: group_name(plan.job)}
@@ -147,7 +157,7 @@ def min_resources(plan) -> dict[str, str]:
 def scheduling_policy(plan) -> dict | None:
     """A TFJob's runPolicy.schedulingPolicy: what the operator makes its PodGroup from (None: no gang)."""
     chosen = pod_group_scheduler(plan)
-    if chosen is None:
+    if chosen not in OPERATOR_GANG_SCHEDULERS:
         return None
     policy: dict = {"minAvailable": len(plan.tasks), "scheduleTimeoutSeconds": plan.profile.gang.schedule_timeout_seconds}
     resources = min_resources(plan)
@@ -163,11 +173,14 @@ def objects(plan) -> list[dict]:
     chosen, job = pod_group_scheduler(plan), plan.job
     if chosen is None:
         return []
+    meta = metadata.of(job, group_name(job), labels.recommended(job, "cluster"))
+    if chosen == "kubernetes":  # kube-scheduler reads no resources: it binds none until minCount pods fit
+        return [{"apiVersion": KUBERNETES_API, "kind": "PodGroup", "metadata": meta,
+                 "spec": {"schedulingPolicy": {"gang": {"minCount": len(plan.tasks)}}}}]
     spec: dict = {"minMember": len(plan.tasks)}
     resources = min_resources(plan)
     if resources:
         spec["minResources"] = resources
-    meta = metadata.of(job, group_name(job), labels.recommended(job, "cluster"))
     if chosen == "volcano":
         api = VOLCANO_API
         if plan.profile.gang.queue:

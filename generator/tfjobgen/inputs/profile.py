@@ -15,6 +15,14 @@ from .problems import Problem
 from .trainingjob import API_VERSION, MIN_TASK_MEMORY
 
 KIND = "ClusterProfile"
+OLDEST_KUBERNETES = "1.30"  # the oldest minor release tfjobgen supports, measured (docs/releases.md)
+WORKLOAD_API_SINCE = "1.37"  # kube-scheduler's own gang scheduling: scheduling.k8s.io/v1beta1 PodGroup
+
+
+def release(text: str) -> tuple[int, int]:
+    """A minor release as numbers, so that "1.9" < "1.30": "1.37" -> (1, 37); "v1.30.14" -> (1, 30)."""
+    major, minor = text.lstrip("v").split(".")[:2]
+    return int(major), int(minor)
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,7 @@ class Monitoring:
 class Gang:
     """spec.gang (its schema holds each field's meaning and default; gang.py applies it)."""
 
-    scheduler: str  # none | volcano | scheduler-plugins | kueue
+    scheduler: str  # none | volcano | scheduler-plugins | kueue | kubernetes
     queue: str  # Volcano queue or Kueue LocalQueue ("": none)
     scheduler_name: str  # scheduler-plugins: the scheduler running the coscheduling plugin
     schedule_timeout_seconds: int
@@ -108,6 +116,7 @@ class ClusterProfile:
     gpu: Gpu | None
     monitoring: Monitoring
     gang: Gang  # gang admission (gang.py)
+    kubernetes_version: str = OLDEST_KUBERNETES  # the oldest minor release its clusters run ("1.30")
     embedded: bool = False  # the built-in default, which describes no real cluster
     origin: ProfileSource = field(default=ProfileSource(), compare=False, repr=False)
 
@@ -178,6 +187,7 @@ def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> 
         monitoring=_monitoring(spec["monitoring"]),
         gang=Gang(spec["gang"]["scheduler"], spec["gang"]["queue"], spec["gang"]["schedulerName"],
                   spec["gang"]["scheduleTimeoutSeconds"], spec["gang"]["colocatedGroups"]),
+        kubernetes_version=spec["kubernetesVersion"],
         origin=origin,
     )
 
@@ -225,9 +235,17 @@ def check(profile: ClusterProfile) -> list[Problem]:
                "scheduler-plugins": "the coscheduling plugin admits a group but places its pods one by one, as "
                                     "kube-scheduler does",
                "kueue": "Kueue 0.17's topology-aware scheduling puts a whole PodSet, or a pair of PodSets, in one "
-                        "domain, not each PS with its workers"}[profile.gang.scheduler]
+                        "domain, not each PS with its workers",
+               "kubernetes": "tfjobgen writes one PodGroup per job, and a PodGroup's topology constraint would keep "
+                             "the whole job on one server"}[profile.gang.scheduler]
         problems.append(Problem(f"only volcano places a colocated group on one server ({why}): use affinity",
                                 "spec.gang.colocatedGroups"))
+    if profile.gang.scheduler == "kubernetes" and release(profile.kubernetes_version) < release(WORKLOAD_API_SINCE):
+        problems.append(Problem(
+            f"Kubernetes {profile.kubernetes_version} has no gang scheduling of its own: kube-scheduler admits a "
+            f"scheduling.k8s.io/v1beta1 PodGroup whole from {WORKLOAD_API_SINCE} on. Set spec.kubernetesVersion to "
+            f"{WORKLOAD_API_SINCE} if every cluster of the profile runs it, or pick another spec.gang.scheduler",
+            "spec.gang.scheduler"))
     if profile.gang.scheduler == "kueue" and not profile.gang.queue:
         problems.append(Problem("kueue admits a job only through a LocalQueue: name it in spec.gang.queue",
                                 "spec.gang.queue"))

@@ -77,7 +77,7 @@ def start(context: Context) -> None:
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     certificates = context.serving_certificate(NAME)
     scheduler = context.profile.gang.scheduler
-    gang_running = scheduler not in gang.POD_GROUP_SCHEDULERS or scheduler in context.running
+    gang_running = scheduler not in gang.OPERATOR_GANG_SCHEDULERS or scheduler in context.running
     if not gang_running:
         context.warn(f"{NAME} runs without gang scheduling: {scheduler} is not running, so no TFJob gets a PodGroup")
     process = context.launch(Component(NAME, arguments(

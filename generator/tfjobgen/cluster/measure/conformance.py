@@ -131,16 +131,20 @@ def admission_marks(decoded: DecodedJob, gang: str) -> dict[str, tuple[dict, dic
       TFJob: gang.pod_set), and the ClusterQueue and Workload it was admitted through (names Kueue makes);
     - the training-operator run with --gang-scheduler-name, for a TFJob with a schedulingPolicy: its
       PodGroup's name (the TFJob's) as Volcano's annotation with the replica type as Volcano's task,
-      or as the coscheduling label.
+      or as the coscheduling label;
+    - the backend's controller, from what only the cluster knows (Backend.cluster_valued_pod_labels:
+      JobSet 0.12's pod webhook labels each pod with its PriorityClass's value).
     Native and jobset pods carry their PodGroup marks in the template already (gang.pod_template).
     """
     marks: dict[str, tuple[dict, dict]] = {}
     queue = next(((o["metadata"].get("labels") or {}).get(KUEUE_QUEUE_LABEL) for o in decoded.objects
                   if (o["metadata"].get("labels") or {}).get(KUEUE_QUEUE_LABEL)), None)
     carrier = next((o for o in decoded.objects if o.get("kind") == "TFJob"), None)
-    one_object = backends.get(decoded.backend).one_object
+    backend = backends.get(decoded.backend)
+    one_object = backend.one_object
     for pod in decoded.pods:
         pod_labels, annotations = {}, {}
+        pod_labels.update(dict.fromkeys(backend.cluster_valued_pod_labels, ASSIGNED))
         if gang == "kueue" and queue:
             pod_labels.update({KUEUE_PREFIX + "local-queue-name": queue, KUEUE_PREFIX + "cluster-queue-name": ASSIGNED,
                                KUEUE_PREFIX + "podset": pod_set(pod.role, one_object)})

@@ -2,6 +2,7 @@
 and KWOK's nodes, each a local process on 127.0.0.1.
 
     components  each component's command line and configuration files
+    release     which Kubernetes release the plane runs (--kubernetes), and the feature gates it turns on
     pki         one CA, and every certificate and key the cluster uses
     podnet      the API server's way to pods (`python -m tfjobgen.cluster.plane.podnet`)
     kwok.yaml   KWOK's stages: how a node and a pod of no process move through their lives

@@ -15,6 +15,7 @@ from pathlib import Path
 from .. import tools
 from ..nodes.network import REAL_POD_RANGE
 from ..processes import Component
+from .release import Release
 
 SERVICE_CIDR = "10.96.0.0/16"
 # Pods of a lost node are evicted after this long (the API server's default is 300 s): a test of a
@@ -79,10 +80,10 @@ def pod_network(files: ClusterFiles, api_port: int) -> Component:
     ], env={"PYTHONPATH": str(Path(__file__).resolve().parents[3])})  # this package, installed or not
 
 
-def kube_apiserver(files: ClusterFiles, port: int, etcd_port: int) -> Component:
+def kube_apiserver(files: ClusterFiles, port: int, etcd_port: int, release: Release) -> Component:
     pki = files.pki
     return Component("kube-apiserver", [
-        str(tools.program("kube-apiserver")),
+        release.program("kube-apiserver"), *release.flags(api_server=True),
         f"--etcd-servers=http://127.0.0.1:{etcd_port}",
         "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={port}",
         f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
@@ -106,10 +107,10 @@ def kube_apiserver(files: ClusterFiles, port: int, etcd_port: int) -> Component:
     ])
 
 
-def kube_controller_manager(files: ClusterFiles, port: int) -> Component:
+def kube_controller_manager(files: ClusterFiles, port: int, release: Release) -> Component:
     pki = files.pki
     return Component("kube-controller-manager", [
-        str(tools.program("kube-controller-manager")),
+        release.program("kube-controller-manager"), *release.flags(),
         f"--kubeconfig={files.kubeconfig}",
         "--bind-address=127.0.0.1", f"--secure-port={port}",
         "--leader-elect=false",
@@ -137,9 +138,9 @@ def scheduler_configuration(files: ClusterFiles, profiles: list[dict] | None = N
     return path
 
 
-def kube_scheduler(files: ClusterFiles, port: int) -> Component:
+def kube_scheduler(files: ClusterFiles, port: int, release: Release) -> Component:
     return Component("kube-scheduler", [
-        str(tools.program("kube-scheduler")),
+        release.program("kube-scheduler"), *release.flags(),
         f"--config={scheduler_configuration(files)}",
         "--bind-address=127.0.0.1", f"--secure-port={port}",
         "--profiling=false", "--v=1",

@@ -1,0 +1,3 @@
+module k8s.io/sample-apiserver
+
+go 1.22

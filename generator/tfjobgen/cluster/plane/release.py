@@ -1,0 +1,74 @@
+"""Which Kubernetes release a cluster's control plane runs, and the feature gates it turns on.
+
+cluster-tools/versions.yaml builds one default release (the `kubernetes` family) and others on request
+(`kubernetes-1.30`, `kubernetes-1.37`: `release_of: kubernetes`). `cluster up --kubernetes 1.30` picks
+one; the profile's spec.kubernetesVersion is the oldest release its clusters run, so a cluster older
+than that is refused rather than started to show what the profile's clusters never see.
+
+Gates: a stock release, except where the profile asks for what the release has behind a gate. Kubernetes'
+own gang scheduling (spec.gang.scheduler: kubernetes) is beta in 1.37 but off by default: the API server
+serves scheduling.k8s.io/v1beta1 and keeps pods' spec.schedulingGroup only with GenericWorkload on, and
+kube-scheduler adds its GangScheduling plugin only then.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...inputs.profile import ClusterProfile, release
+from .. import tools
+
+GANG_GATES = ("GenericWorkload=true",)
+# From 1.37 the API server refuses to publish a loopback address as the `kubernetes` Service's endpoint,
+# and every component here listens on 127.0.0.1; nothing in a pod reaches the API server through that
+# Service (KWOK pods run nothing, and real nodes run the default release).
+LOOPBACK_REFUSED_SINCE = (1, 37)
+GANG_APIS = ("scheduling.k8s.io/v1beta1=true",)
+
+
+class ReleaseRefused(Exception):
+    """One line: the release is unknown, or older than the profile's clusters."""
+
+
+@dataclass(frozen=True)
+class Release:
+    """The control plane's programs of one release, with the gates and API versions turned on."""
+
+    family: tools.Family
+    feature_gates: tuple[str, ...] = ()  # "Name=true", for every control-plane program
+    runtime_config: tuple[str, ...] = ()  # "group/version=true", for the API server
+
+    @property
+    def version(self) -> str:
+        return self.family.version
+
+    def program(self, name: str) -> str:
+        return str(tools.program(name, self.family.version))
+
+    def flags(self, api_server: bool = False) -> list[str]:
+        flags = [f"--feature-gates={','.join(self.feature_gates)}"] if self.feature_gates else []
+        if api_server and self.runtime_config:
+            flags.append(f"--runtime-config={','.join(self.runtime_config)}")
+        if api_server and release(self.version) >= LOOPBACK_REFUSED_SINCE:
+            flags.append("--endpoint-reconciler-type=none")
+        return flags
+
+
+def choose(profile: ClusterProfile, requested: str) -> Release:
+    """The release `cluster up --kubernetes requested` runs ("" for the default), with the gates the profile
+    needs; ReleaseRefused or tools.ToolsMissing (with the command that builds it) when it cannot run."""
+    try:
+        family = tools.family_of("kube-apiserver", requested)
+    except KeyError as err:
+        raise ReleaseRefused(f"--kubernetes {requested}: {err.args[0]}") from None
+    if release(family.version) < release(profile.kubernetes_version):
+        raise ReleaseRefused(
+            f"the profile '{profile.name}' is for clusters running Kubernetes {profile.kubernetes_version} or newer "
+            f"(spec.kubernetesVersion), and this cluster would run {family.version}: pass --kubernetes "
+            f"{profile.kubernetes_version} (or a newer release of cluster-tools/versions.yaml)")
+    for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+        tools.program(name, family.version)  # ToolsMissing names `tfjobgen cluster tools <family>`
+    if profile.gang.scheduler == "kubernetes":
+        return Release(family, GANG_GATES, GANG_APIS)
+    return Release(family)
+
