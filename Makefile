@@ -111,5 +111,5 @@ demo-nodes: venv cluster-tools images
 # of docs/releases.md. About 12 minutes a release on 2 cores; not part of `make test` (docs/releases.md).
 .PHONY: releases
 releases: venv cluster-tools
-	@$(BIN)/tfjobgen cluster tools kubernetes-1.30
+	@$(BIN)/tfjobgen cluster tools kubernetes-1.30 jobset-0.10
 	@$(BIN)/python benchmarks/release_checks.py --write docs/releases.md

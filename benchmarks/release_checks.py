@@ -1,7 +1,7 @@
 """The cluster tier's checks on every Kubernetes release tfjobgen builds: a table of release x check.
 
     .venv/bin/python benchmarks/release_checks.py [--releases 1.30 1.34 1.37] [--write docs/releases.md]
-    make releases          # builds the other releases first, then writes docs/releases.md
+    make releases          # builds what is built on request first, then writes docs/releases.md
 
 For each release (every family of cluster-tools/versions.yaml that builds kube-apiserver) it runs
 the checks below with pytest, every local cluster started with `cluster up --kubernetes RELEASE`
@@ -103,11 +103,14 @@ def skips(results: dict[str, dict]) -> list[str]:
     return [f"- {', '.join(sorted(r))}: {why}" for why, r in sorted(seen.items())]
 
 
-def controllers() -> str:
+def controllers(versions: list[str]) -> str:
     from tfjobgen.cluster import tools
+    from tfjobgen.cluster.controllers import jobset
 
-    names = ("etcd", "kwok", "jobset", "training-operator", "kueue", "scheduler-plugins", "volcano")
-    return ", ".join(f"{f.name} {f.version}" for f in tools.families() if f.name in names)
+    names = ("etcd", "kwok", "training-operator", "kueue", "scheduler-plugins", "volcano")
+    jobsets = {v: jobset.release_for(v) or tools.family_of("jobset-controller").version for v in versions}
+    named = [f"{f.name} {f.version}" for f in tools.families() if f.name in names]
+    return ", ".join(named) + "; JobSet " + ", ".join(f"{j} on {v}" for v, j in jobsets.items())
 
 
 def write(path: Path, text: str) -> None:
@@ -144,7 +147,7 @@ def main() -> int:
     text = "\n".join([
         table({versions[r]: results[r] for r in chosen}, order), "",
         "Time per release: " + ", ".join(f"{versions[r]} {minutes[r]:.1f} min" for r in chosen) + ".",
-        f"Every release ran beside the same controllers: {controllers()}.",
+        f"The controllers beside each release: {controllers(order)}.",
         *(["", "Skipped:", *skips({versions[r]: results[r] for r in chosen})] if any(
             o == "skipped" for found in results.values() for o, _ in found.values()) else []),
     ])

@@ -26,7 +26,8 @@ from cluster_support import LocalCluster, local_cluster, need_cluster_tools, tfj
 from conftest import REPO, need
 
 from tfjobgen.cluster import tools
-from tfjobgen.inputs.profile import WORKLOAD_API_SINCE, release
+from tfjobgen.inputs import profile as profiles
+from tfjobgen.inputs.profile import WORKLOAD_API_SINCE
 
 PROFILES = REPO / "tests" / "cluster" / "profiles"
 NODES = 5
@@ -44,7 +45,7 @@ def gang(request):
     need_cluster_tools(*GANG_PROGRAMS[request.param])
     extra = []
     if request.param == "kubernetes":  # a release with the Workload API: the run's own, or the first that has it
-        if cluster_support.RELEASE and release(cluster_support.RELEASE) < release(WORKLOAD_API_SINCE):
+        if cluster_support.RELEASE and profiles.release(cluster_support.RELEASE) < profiles.release(WORKLOAD_API_SINCE):
             pytest.skip(f"Kubernetes {cluster_support.RELEASE} has no gang scheduling of its own "
                         f"(from {WORKLOAD_API_SINCE} on)")
         if not cluster_support.RELEASE:

@@ -184,10 +184,11 @@ def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitop
         step("kube-router (NetworkPolicy) on every real node")
         bring_up.start_policy(context, real)
     step("controllers")
-    outcome = controllers.start_all(files, ca, objects, profile, step, warn, started)
+    outcome = controllers.start_all(files, ca, objects, profile, step, warn, started, kubernetes=chosen.version)
     gitops_state = {}
     if gitops:
-        context = controllers.Context(files, ca, objects, profile, step, warn, tuple(outcome.started))
+        context = controllers.Context(files, ca, objects, profile, step, warn, tuple(outcome.started),
+                                      kubernetes=chosen.version)
         try:
             gitops_state = argocd.start(context, gitops)
         finally:

@@ -51,6 +51,7 @@ class Context:
     say: Callable[[str], None]
     warn: Callable[[str], None]
     running: tuple[str, ...] = ()  # the controllers started before this one (their NAMEs)
+    kubernetes: str = ""  # the control plane's release (v1.30.14): a controller may need another of its own
     started: list[processes.Started] = field(default_factory=list)  # by this controller
     ports_taken: dict[str, int] = field(default_factory=dict)
 
@@ -80,11 +81,11 @@ class Context:
         return path
 
     def start_manager(self, name: str, program: str, config_file: Path, webhook_port: int,
-                      health_port: int) -> processes.Started:
+                      health_port: int, release: str = "") -> processes.Started:
         """A controller-runtime manager (JobSet, Kueue) started with its Configuration file (manager_settings),
-        returned once its webhook server answers and it is ready."""
+        returned once its webhook server answers and it is ready. `release`: of the program (default: versions.yaml's)."""
         process = self.launch(processes.Component(name, [
-            str(tools.program(program)), f"--config={config_file}", f"--kubeconfig={self.files.kubeconfig}",
+            str(tools.program(program, release)), f"--config={config_file}", f"--kubeconfig={self.files.kubeconfig}",
             "--zap-log-level=info",
         ]))
         wait_serving(process, webhook_port, self.ca)
@@ -118,11 +119,27 @@ def manager_settings(webhook_port: int, health_port: int, metrics_port: int, cer
     }
 
 
+class InstallRefused(Exception):
+    """The API server refused one of a controller's objects: a CRD this release cannot take, say."""
+
+
 def install(client: api.Objects, objects: list[dict]) -> None:
     """Create objects (CRDs first), waiting for every CRD to be Established."""
+    from kubernetes.client.exceptions import ApiException
+
     crds = [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
     for obj in crds + [o for o in objects if o not in crds]:
-        client.apply(obj, manager="tfjobgen-cluster")
+        try:
+            client.apply(obj, manager="tfjobgen-cluster")
+        except ApiException as err:
+            if err.status not in (400, 422):
+                raise
+            try:  # the Status body's message names the field and the rule
+                why = json.loads(err.body or "{}").get("message", "") or err.reason
+            except ValueError:
+                why = err.reason
+            raise InstallRefused(f"the API server refused {obj['kind']} {obj['metadata']['name']}: "
+                                 f"{why[:300]}") from None
     for crd in crds:
         name = crd["metadata"]["name"]
         api.wait_until(lambda: _established(client.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)),
@@ -183,7 +200,8 @@ class Outcome:
 
 
 def start_all(files: ClusterFiles, ca: pki.Pair, objects: api.Objects, profile: ClusterProfile,
-              say: Callable[[str], None], warn: Callable[[str], None], all_started: list) -> Outcome:
+              say: Callable[[str], None], warn: Callable[[str], None], all_started: list,
+              kubernetes: str = "") -> Outcome:
     """Start every controller the profile wants; leave out (and say) those that cannot run."""
     outcome = Outcome()
     for module_name in MODULES:
@@ -196,11 +214,11 @@ def start_all(files: ClusterFiles, ca: pki.Pair, objects: api.Objects, profile: 
             outcome.missing[module.NAME] = reason
             warn(f"{module.NAME} left out: {reason}")
             continue
-        context = Context(files, ca, objects, profile, say, warn, tuple(outcome.started))
+        context = Context(files, ca, objects, profile, say, warn, tuple(outcome.started), kubernetes=kubernetes)
         begun = time.monotonic()
         try:
             module.start(context)
-        except (processes.StartFailed, TimeoutError, OSError) as err:
+        except (processes.StartFailed, TimeoutError, OSError, InstallRefused, tools.ToolsMissing) as err:
             for process in context.started:
                 process.popen.kill()
                 process.popen.wait()
