@@ -23,6 +23,9 @@ Ways compared:
   action.
 - `volcano-late`: the other jobs on kube-scheduler (spread, as in `priority`), only the colocated
   job on Volcano: what happens when no server is free and nothing preempts.
+- `kubernetes`: spec.gang kubernetes for every job, colocatedGroups: scheduler, on Kubernetes 1.37:
+  kube-scheduler's own gang scheduling, a PodGroup per group held to one server by its topology
+  constraint (TopologyAwareWorkloadScheduling); no group-level preemption either.
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ from pathlib import Path
 import yaml
 from gang_time import REPO, Cluster, expected_pods, profile_file, render, until_running  # noqa: E402
 
+from tfjobgen.inputs.profile import WORKLOAD_API_SINCE
+
 OTHERS = ["wide-deep", "ctr-jobset"]
 COLOCATED = "scene1-case2"
-WAYS = ("priority", "volcano", "volcano-late")
+WAYS = ("priority", "volcano", "volcano-late", "kubernetes")
 
 
 def groups_placed(pods: list[dict], job: str) -> tuple[int, int, int]:
@@ -73,16 +78,16 @@ def preempted(cluster: Cluster) -> int:
 
 def run(way: str, nodes: int, folder: Path, timeout: float, index: int) -> dict:
     base = {"priorityClasses": {"ps": "tfjobgen-ps", "worker": "tfjobgen-worker"}}
-    gang = "none" if way == "priority" else "volcano"
+    gang = {"priority": "none", "kubernetes": "kubernetes"}.get(way, "volcano")
     profile = profile_file(gang, folder, base)
-    if gang == "volcano":
+    if gang != "none":
         document = yaml.safe_load(profile.read_text())
         document["spec"]["gang"]["colocatedGroups"] = "scheduler"
         profile.write_text(yaml.safe_dump(document))
-    others_profile = profile if way == "volcano" else profile_file("none", folder, base)
+    others_profile = profile if way in ("volcano", "kubernetes") else profile_file("none", folder, base)
     others = render(others_profile, [REPO / "jobs" / f"{j}.yaml" for j in OTHERS], None, folder)
     colocated = render(profile, [REPO / "jobs" / f"{COLOCATED}.yaml"], None, folder)
-    with Cluster(profile, nodes, f"coloc-{way}-{index}") as cluster:
+    with Cluster(profile, nodes, f"coloc-{way}-{index}", WORKLOAD_API_SINCE if gang == "kubernetes" else "") as cluster:
         namespaces = {o["metadata"]["namespace"] for o in yaml.safe_load_all(others + colocated) if o}
         cluster.namespaces(namespaces, None)
         wanted_others = expected_pods(others)

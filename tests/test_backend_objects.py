@@ -36,6 +36,8 @@ SUPPORTED = ("1.30", "1.33", "1.37")
 
 def profile(scheduler: str = "none", **gang_fields) -> pipeline.ClusterProfile:
     spec = {"gang": {"scheduler": scheduler, **({"queue": "team-a"} if scheduler == "kueue" else {}), **gang_fields}}
+    if scheduler == "kubernetes":
+        spec["kubernetesVersion"] = "1.37"
     return pipeline.profile_from({"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile",
                                   "metadata": {"name": "test"}, "spec": spec})
 
@@ -374,10 +376,33 @@ def test_colocated_groups_placed_by_volcano_carry_task_topology_instead_of_affin
 
 
 @pytest.mark.parametrize("scheduler", ("none", "scheduler-plugins", "kueue"))
-def test_colocated_groups_by_the_scheduler_need_volcano(scheduler):
+def test_colocated_groups_by_the_scheduler_need_volcano_or_kubernetes(scheduler):
     expansion = expand(JOBS / "scene1-case2.yaml", "native", profile(scheduler, colocatedGroups="scheduler"))
     (error,) = [p for p in expansion.problems if has_errors([p])]
-    assert error.field == "spec.gang.colocatedGroups" and "only volcano" in error.message
+    assert error.field == "spec.gang.colocatedGroups" and "only volcano and kubernetes" in error.message
+
+
+def test_kubernetes_keeps_each_colocated_group_on_one_server_with_a_pod_group_of_its_own():
+    """A PodGroup per group, held to one hostname, minCount its PS and workers; every pod names its group's;
+    only the PS carry a rule (anti-affinity to the job's other groups), as the topology constraint keeps
+    a group together but not groups apart."""
+    chosen = profile("kubernetes", colocatedGroups="scheduler")
+    objects = expand(JOBS / "scene1-case2.yaml", "native", chosen).objects[0]
+    groups = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "PodGroup"}
+    assert sorted(groups) == [f"scene1-case2-group-{g}" for g in range(5)]
+    assert all(spec == {"schedulingPolicy": {"gang": {"minCount": 11}},
+                        "schedulingConstraints": {"topology": [{"key": "kubernetes.io/hostname"}]}}
+               for spec in groups.values())
+    for job in (o for o in objects if o["kind"] == "Job"):
+        pod = job["spec"]["template"]
+        group = pod["metadata"]["labels"]["tfjobgen.dev/group"]
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": f"scene1-case2-group-{group}"}
+        rules = pod["spec"].get("affinity") or {}
+        if pod["metadata"]["labels"]["tfjobgen.dev/role"] == "ps":
+            (term,) = rules["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            assert term["labelSelector"]["matchExpressions"][0]["values"] == [group]
+        else:
+            assert rules == {}
 
 
 # ---- DNS: every TF_CONFIG address reaches its task, through the Services the controllers create ----

@@ -75,6 +75,8 @@ def register(commands) -> None:
                        help="after placing, evict a PS, then lose a server running the jobs' pods")
     place.add_argument("--nodes", type=_nodes, metavar="N",
                        help="nodes of the main group (default: the profile's nodeCount, else what the jobs need)")
+    place.add_argument("--kubernetes", default="", metavar="RELEASE",
+                       help="the clusters' Kubernetes release, as for `cluster up` (default: the default release)")
     place.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     place.set_defaults(run=_place)
 
@@ -201,7 +203,8 @@ def _place(args) -> int:
         print(f"place: order {seed} ({seed - args.seed + 1} of {args.orders}) ...", file=sys.stderr, flush=True)
         try:
             runs.append(place.run_order(objects, profile, nodes, seed, args.lose_node, f"place-{seed}-{_pid()}",
-                                        lambda line: print(f"place: {line}", file=sys.stderr, flush=True)))
+                                        lambda line: print(f"place: {line}", file=sys.stderr, flush=True),
+                                        kubernetes=args.kubernetes))
         except (control.ClusterError, tools.ToolsMissing, processes.StartFailed, TimeoutError, shape.TooManyNodes) as err:
             print(f"tfjobgen place: {err}", file=sys.stderr)
             return EXIT_FAILED

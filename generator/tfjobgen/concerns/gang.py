@@ -23,6 +23,12 @@ nothing" its own way:
   spec.schedulingGroup.podGroupName naming it: one gang across the job's Jobs (or its JobSet's), on
   the default scheduler. The Job controller's own Workloads (WorkloadWithJob, alpha) would make a
   gang per Job, that is per role; it leaves alone a Job whose pods already name a group.
+  A colocated job whose groups the scheduler keeps (colocatedGroups: scheduler) gets a PodGroup
+  per group instead, `<job>-group-<g>`, each a gang of its PS and workers with the topology
+  constraint kubernetes.io/hostname (TopologyAwareWorkloadScheduling, alpha): the group is placed
+  whole on one server, and a replaced pod goes back to its group's server. The job's other tasks
+  (chief, evaluator) are a gang of their own, `<job>`. Each group is admitted on its own: the job
+  as a whole is not all or nothing (that would be a CompositePodGroup, alpha in 1.37 too).
 - kueue: the label kueue.x-k8s.io/queue-name on the workload object. Kueue turns a JobSet
   (one PodSet per replicatedJob) or a TFJob (one per replica type) into one Workload and
   admits it whole. A batch/v1 Job is a Workload of its own, so on native Kueue admits the
@@ -116,7 +122,10 @@ def pod_template(plan, template: dict) -> dict:
     if chosen is None:
         return template
     if chosen == "kubernetes":  # the default scheduler: only the group's name, in the pod's spec
-        return {**template, "spec": {**template["spec"], "schedulingGroup": {"podGroupName": group_name(plan.job)}}}
+        group = template.get("metadata", {}).get("labels", {}).get(labels.GROUP)
+        by_server = group is not None and topology.groups_by_scheduler(plan.job, plan.profile)
+        name = _group_pod_group(plan.job, group) if by_server else group_name(plan.job)
+        return {**template, "spec": {**template["spec"], "schedulingGroup": {"podGroupName": name}}}
     meta = dict(template.get("metadata", {}))
     if chosen == "volcano":
         meta["annotations"] = {**meta.get("annotations", {}), VOLCANO_GROUP_ANNOTATION: group_name(plan.job)}
@@ -175,8 +184,7 @@ def objects(plan) -> list[dict]:
         return []
     meta = metadata.of(job, group_name(job), labels.recommended(job, "cluster"))
     if chosen == "kubernetes":  # kube-scheduler reads no resources: it binds none until minCount pods fit
-        return [{"apiVersion": KUBERNETES_API, "kind": "PodGroup", "metadata": meta,
-                 "spec": {"schedulingPolicy": {"gang": {"minCount": len(plan.tasks)}}}}]
+        return _kubernetes_pod_groups(plan, meta)
     spec: dict = {"minMember": len(plan.tasks)}
     resources = min_resources(plan)
     if resources:
@@ -191,6 +199,32 @@ def objects(plan) -> list[dict]:
         api = COSCHEDULING_API
         spec["scheduleTimeoutSeconds"] = plan.profile.gang.schedule_timeout_seconds
     return [{"apiVersion": api, "kind": "PodGroup", "metadata": meta, "spec": spec}]
+
+
+def _group_pod_group(job: TrainingJob, group) -> str:
+    return f"{group_name(job)}-group-{group}"
+
+
+def _kubernetes_pod_groups(plan, meta: dict) -> list[dict]:
+    """One gang of every task; or, for groups the scheduler keeps, a gang per group held to one server
+    and a gang of the tasks outside the groups (none when there are none)."""
+    def pod_group(name: str, count: int, constraints: dict | None = None) -> dict:
+        spec: dict = {"schedulingPolicy": {"gang": {"minCount": count}}}
+        if constraints:
+            spec["schedulingConstraints"] = constraints
+        return {"apiVersion": KUBERNETES_API, "kind": "PodGroup", "metadata": {**meta, "name": name}, "spec": spec}
+
+    if not topology.groups_by_scheduler(plan.job, plan.profile):
+        return [pod_group(group_name(plan.job), len(plan.tasks))]
+    grouped: dict[str, int] = {}
+    for task in plan.tasks:
+        group = task.template.get("metadata", {}).get("labels", {}).get(labels.GROUP)
+        grouped[group] = grouped.get(group, 0) + 1
+    outside = grouped.pop(None, 0)
+    one_server = {"topology": [{"key": topology.HOSTNAME}]}
+    found = [pod_group(_group_pod_group(plan.job, g), count, one_server)
+             for g, count in sorted(grouped.items(), key=lambda item: int(item[0]))]
+    return found + ([pod_group(group_name(plan.job), outside)] if outside else [])
 
 
 def _task_name(group) -> str:

@@ -23,9 +23,11 @@ system default spreading, which would otherwise pull the job's pods apart (its
 headless Service selects them all): it would undo the packing of isolated
 workers and send a replaced colocated PS away from its group.
 
-A profile whose gang scheduler places groups itself (spec.gang.colocatedGroups: scheduler, Volcano's
-task-topology; gang.py writes what it reads) gives colocated pods none of these rules: the group
-label stays, and the gang scheduler puts each group on one server without preempting anyone.
+A profile whose gang scheduler places groups itself (spec.gang.colocatedGroups: scheduler; gang.py
+writes what it reads) gives colocated pods none of these rules: the group label stays, and the
+gang scheduler puts each group on one server without preempting anyone. Volcano's task-topology
+also keeps groups apart; Kubernetes' PodGroup topology constraint does not, so there each PS keeps
+one rule, required anti-affinity to the job's other groups (one PS per server).
 
 Optional node pools add a nodeSelector and tolerations per role; isolated jobs
 get the profile's isolatedPools for roles they name no pool for. The profile's
@@ -156,8 +158,12 @@ def placement(job: TrainingJob, profile: ClusterProfile, role: str, index: int) 
     pool = profile.node_pools[pool_name] if pool_name else None
     grouped = job.topology.mode == "colocated" and role in ("ps", "worker")
     by_scheduler = grouped and groups_by_scheduler(job, profile)
+    affinity = _affinity(job, role, index)
+    if by_scheduler:
+        apart = role == "ps" and profile.gang.scheduler == "kubernetes"
+        affinity = {"podAntiAffinity": {REQUIRED: [_other_groups(job, index)]}} if apart else {}
     return Placement(
-        affinity={} if by_scheduler else _affinity(job, role, index),
+        affinity=affinity,
         node_selector=dict(pool.node_selector) if pool else {},
         tolerations=pool.tolerations if pool else (),
         topology_spread=() if by_scheduler else _topology_spread(job, role),

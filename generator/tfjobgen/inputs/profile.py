@@ -230,15 +230,15 @@ def check(profile: ClusterProfile) -> list[Problem]:
         problems.append(Problem(
             f"ps and worker both name '{classes['ps']}': a PS can only preempt pods of lower priority, so name "
             "a class of lower value for workers, or leave worker unset", "spec.priorityClasses.worker"))
-    if profile.gang.colocated_groups == "scheduler" and profile.gang.scheduler != "volcano":
+    if profile.gang.colocated_groups == "scheduler" and profile.gang.scheduler not in ("volcano", "kubernetes"):
         why = {"none": "no gang scheduler runs",
                "scheduler-plugins": "the coscheduling plugin admits a group but places its pods one by one, as "
                                     "kube-scheduler does",
                "kueue": "Kueue 0.17's topology-aware scheduling puts a whole PodSet, or a pair of PodSets, in one "
                         "domain, not each PS with its workers",
-               "kubernetes": "tfjobgen writes one PodGroup per job, and a PodGroup's topology constraint would keep "
-                             "the whole job on one server"}[profile.gang.scheduler]
-        problems.append(Problem(f"only volcano places a colocated group on one server ({why}): use affinity",
+               }[profile.gang.scheduler]
+        problems.append(Problem(f"only volcano and kubernetes place a colocated group on one server ({why}): "
+                                "use affinity",
                                 "spec.gang.colocatedGroups"))
     if profile.gang.scheduler == "kubernetes" and release(profile.kubernetes_version) < release(WORKLOAD_API_SINCE):
         problems.append(Problem(

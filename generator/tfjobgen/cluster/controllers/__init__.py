@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ...inputs.profile import ClusterProfile
+from ...inputs.profile import ClusterProfile, release
 from ...kit import owned
 from .. import api, processes, tools
 from ..plane import pki
@@ -207,6 +207,12 @@ def start_all(files: ClusterFiles, ca: pki.Pair, objects: api.Objects, profile: 
     for module_name in MODULES:
         module = importlib.import_module(f"{__name__}.{module_name}")
         if not module.wanted(profile):
+            continue
+        needs = getattr(module, "NEEDS_KUBERNETES", None)
+        if needs and kubernetes and release(kubernetes) < needs:
+            reason = f"it needs Kubernetes {needs[0]}.{needs[1]} or newer, and this cluster runs {kubernetes}"
+            outcome.missing[module.NAME] = reason
+            warn(f"{module.NAME} left out: {reason}")
             continue
         lacking = tools.missing(module.PROGRAMS)
         if lacking:

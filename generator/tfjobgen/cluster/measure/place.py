@@ -72,9 +72,9 @@ def nodes_needed(jobs, profile: ClusterProfile, spare: int) -> int | None:
 
 
 def run_order(objects: list[dict], profile: ClusterProfile, nodes: int | None, seed: int, lose_node: bool,
-              name: str, say: Callable[[str], None]) -> Run:
-    """One creation order on a cluster of its own, started and stopped here."""
-    state = control.up(profile, nodes, name, lambda line: None, say)
+              name: str, say: Callable[[str], None], kubernetes: str = "") -> Run:
+    """One creation order on a cluster of its own (of that Kubernetes release), started and stopped here."""
+    state = control.up(profile, nodes, name, lambda line: None, say, kubernetes=kubernetes)
     try:
         client = api.Objects(api.connect(str(state.kubeconfig)))
         return _place(client, objects, seed, lose_node, state.nodes, say)

@@ -1,6 +1,6 @@
 """Which Kubernetes release a cluster's control plane runs, and the feature gates it turns on.
 
-cluster-tools/versions.yaml builds one default release (the `kubernetes` family) and others on request
+cluster-tools/versions.yaml names one default release (the `kubernetes` family) and others beside it
 (`kubernetes-1.30`, `kubernetes-1.37`: `release_of: kubernetes`). `cluster up --kubernetes 1.30` picks
 one; the profile's spec.kubernetesVersion is the oldest release its clusters run, so a cluster older
 than that is refused rather than started to show what the profile's clusters never see.
@@ -8,7 +8,8 @@ than that is refused rather than started to show what the profile's clusters nev
 Gates: a stock release, except where the profile asks for what the release has behind a gate. Kubernetes'
 own gang scheduling (spec.gang.scheduler: kubernetes) is beta in 1.37 but off by default: the API server
 serves scheduling.k8s.io/v1beta1 and keeps pods' spec.schedulingGroup only with GenericWorkload on, and
-kube-scheduler adds its GangScheduling plugin only then.
+kube-scheduler adds its GangScheduling plugin only then. A PodGroup's topology constraint (colocated
+groups kept by the scheduler, concerns/gang.py) needs TopologyAwareWorkloadScheduling as well, alpha.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from ...inputs.profile import ClusterProfile, release
 from .. import tools
 
 GANG_GATES = ("GenericWorkload=true",)
+GANG_APIS = ("scheduling.k8s.io/v1beta1=true",)
+GROUPS_ON_ONE_SERVER_GATES = ("TopologyAwareWorkloadScheduling=true",)
 # From 1.37 the API server refuses to publish a loopback address as the `kubernetes` Service's endpoint,
 # and every component here listens on 127.0.0.1; nothing in a pod reaches the API server through that
 # Service (KWOK pods run nothing, and real nodes run the default release).
 LOOPBACK_REFUSED_SINCE = (1, 37)
-GANG_APIS = ("scheduling.k8s.io/v1beta1=true",)
 
 
 class ReleaseRefused(Exception):
@@ -68,7 +70,8 @@ def choose(profile: ClusterProfile, requested: str) -> Release:
             f"{profile.kubernetes_version} (or a newer release of cluster-tools/versions.yaml)")
     for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
         tools.program(name, family.version)  # ToolsMissing names `tfjobgen cluster tools <family>`
-    if profile.gang.scheduler == "kubernetes":
-        return Release(family, GANG_GATES, GANG_APIS)
-    return Release(family)
+    if profile.gang.scheduler != "kubernetes":
+        return Release(family)
+    gates = GANG_GATES + (GROUPS_ON_ONE_SERVER_GATES if profile.gang.colocated_groups == "scheduler" else ())
+    return Release(family, gates, GANG_APIS)
 
