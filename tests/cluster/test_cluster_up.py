@@ -89,6 +89,26 @@ def test_a_profile_the_cluster_cannot_be_shaped_from_gets_one_line(tmp_path):
     assert not (SESSION_HOME / "uncounted").exists() and not (SESSION_HOME / "invalid").exists()
 
 
+def test_a_kubernetes_release_it_does_not_have_or_older_than_the_profile_gets_one_line():
+    need_cluster_tools()
+    unknown = tfjobgen("cluster", "up", "--name", "unknown-release", "--nodes", "1", "--kubernetes", "1.29")
+    have = ", ".join(sorted(f.version for f in tools.releases("kube-apiserver")))
+    assert unknown.returncode == 1
+    assert unknown.stderr.strip().splitlines() == [
+        f"tfjobgen cluster up: --kubernetes 1.29: versions.yaml has no release 1.29 of kube-apiserver (it has {have})"]
+    gang = REPO / "tests" / "cluster" / "profiles" / "gang-kubernetes.yaml"
+    older = tfjobgen("cluster", "up", "--name", "older-release", "--nodes", "1", "--profile", str(gang))
+    default = tools.family_of("kube-apiserver").version
+    assert older.returncode == 1
+    assert older.stderr.strip().splitlines() == [
+        "tfjobgen cluster up: the profile 'gang-kubernetes' is for clusters running Kubernetes 1.37 or newer "
+        f"(spec.kubernetesVersion), and this cluster would run {default}: pass --kubernetes 1.37 (or a newer "
+        "release of cluster-tools/versions.yaml)"]
+    for proc in (unknown, older):
+        assert "Traceback" not in proc.stderr
+    assert not (SESSION_HOME / "unknown-release").exists() and not (SESSION_HOME / "older-release").exists()
+
+
 def test_up_returns_holding_nothing_and_ctrl_c_during_up_leaves_nothing():
     need_cluster_tools()
     # Interrupted once the API server is starting: everything started so far is stopped, the folder removed.
