@@ -80,16 +80,20 @@ def readable(test: str) -> str:
 
 
 def table(results: dict[str, dict], order: list[str]) -> str:
+    """Release x check, a section per test file; a check skipped on every release (a case for another
+    gang scheduler, say) is left out, and `skips` says why."""
     tests = sorted({key for found in results.values() for key in found},
                    key=lambda k: (list(CHECKS).index(k[0]) if k[0] in CHECKS else 99, k[1]))
     lines = ["| check | " + " | ".join(order) + " |", "| --- | " + " | ".join("---" for _ in order) + " |"]
     section = None
     for key in tests:
+        outcomes = [results[r][key][0] if key in results[r] else "" for r in order]
+        if all(o in ("skipped", "") for o in outcomes):
+            continue
         if key[0] != section:
             section = key[0]
             lines.append(f"| **{CHECKS.get(section, section)}** |" + " |" * len(order))
-        cells = [MARKS[results[r].get(key, ("skipped", ""))[0]] if key in results[r] else "-" for r in order]
-        lines.append(f"| {readable(key[1])} | " + " | ".join(cells) + " |")
+        lines.append(f"| {readable(key[1])} | " + " | ".join(MARKS.get(o, "-") for o in outcomes) + " |")
     return "\n".join(lines)
 
 
@@ -125,6 +129,7 @@ def main() -> int:
     parser.add_argument("--write", type=Path, metavar="FILE", help="replace the table between the markers of FILE")
     args = parser.parse_args()
     from tfjobgen.cluster import tools
+    from tfjobgen.inputs import profile as profiles
 
     chosen = args.releases or releases()
     for release in chosen:
@@ -143,6 +148,7 @@ def main() -> int:
             minutes[release] = (time.monotonic() - started) / 60
             results[release] = outcomes(report) if report.exists() else {}
     versions = {r: tools.family_of("kube-apiserver", r).version for r in chosen}
+    chosen = sorted(chosen, key=profiles.release)  # columns oldest first, whatever order they ran in
     order = [versions[r] for r in chosen]
     text = "\n".join([
         table({versions[r]: results[r] for r in chosen}, order), "",
