@@ -22,6 +22,7 @@ from gitops.gitops_support import crd_dir
 from jobs import JOB_FILES, example
 from tfjobgen import backends
 from tfjobgen.backends import jobset, tfjob
+from tfjobgen.cluster.measure import guarantees
 from tfjobgen.concerns import gang, lifecycle
 from tfjobgen.expand import pipeline
 from tfjobgen.gitops import crds
@@ -382,6 +383,21 @@ def test_colocated_groups_by_the_scheduler_need_volcano_or_kubernetes(scheduler)
     assert error.field == "spec.gang.colocatedGroups" and "only volcano and kubernetes" in error.message
 
 
+@pytest.mark.parametrize("backend", ["native", "jobset"])
+def test_under_kubernetes_gang_every_pod_of_a_pod_group_has_the_groups_priority(backend):
+    """kube-scheduler 1.37 refuses a PodGroup whose pods' priorities differ from its own (measured: "all pods
+    in a single pod group should have the same priority"): the profile's PS class for the job and its group."""
+    chosen = pipeline.profile_from({"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile",
+                                    "metadata": {"name": "test"}, "spec": {
+                                        "kubernetesVersion": "1.37", "gang": {"scheduler": "kubernetes"},
+                                        "priorityClasses": {"ps": "tfjobgen-ps", "worker": "tfjobgen-worker"}}})
+    objects = expand(JOBS / "ctr-jobset.yaml", backend, chosen).objects[0]
+    (group,) = [o for o in objects if o["kind"] == "PodGroup"]
+    assert group["spec"]["priorityClassName"] == "tfjobgen-ps"
+    classes = {spec.get("priorityClassName") for spec in guarantees.pod_specs(objects)}
+    assert classes == {"tfjobgen-ps"}, classes
+
+
 def test_kubernetes_keeps_each_colocated_group_on_one_server_with_a_pod_group_of_its_own():
     """A PodGroup per group, held to one hostname, minCount its PS and workers; every pod names its group's;
     only the PS carry a rule (anti-affinity to the job's other groups), as the topology constraint keeps
@@ -466,3 +482,4 @@ def test_tfjob_warns_where_workers_may_be_preempted():
     assert "fails a whole TFJob when one of its pods is preempted or evicted" in warned[0].message
     assert not [p for p in expand(JOBS / "ctr-jobset.yaml", "jobset", seed).problems if p.field == "spec.backend"]
     assert not [p for p in expand(JOBS / "ctr-jobset.yaml", "tfjob", profile()).problems if p.field == "spec.backend"]
+

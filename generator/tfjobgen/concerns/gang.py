@@ -208,10 +208,14 @@ def _group_pod_group(job: TrainingJob, group) -> str:
 def _kubernetes_pod_groups(plan, meta: dict) -> list[dict]:
     """One gang of every task; or, for groups the scheduler keeps, a gang per group held to one server
     and a gang of the tasks outside the groups (none when there are none)."""
+    priority = topology.priority_class(plan.profile, "ps")  # every pod's (topology.priority_class)
+
     def pod_group(name: str, count: int, constraints: dict | None = None) -> dict:
         spec: dict = {"schedulingPolicy": {"gang": {"minCount": count}}}
         if constraints:
             spec["schedulingConstraints"] = constraints
+        if priority:
+            spec["priorityClassName"] = priority
         return {"apiVersion": KUBERNETES_API, "kind": "PodGroup", "metadata": {**meta, "name": name}, "spec": spec}
 
     if not topology.groups_by_scheduler(plan.job, plan.profile):

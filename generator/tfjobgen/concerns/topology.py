@@ -77,6 +77,16 @@ def groups_by_scheduler(job: TrainingJob, profile: ClusterProfile) -> bool:
     return job.topology.mode == "colocated" and profile.gang.colocated_groups == "scheduler"
 
 
+def priority_class(profile: ClusterProfile, role: str) -> str | None:
+    """The PriorityClass of a role's pods: the profile's for the role; under Kubernetes' own gang, one class for
+    the whole job, the PS's (else the workers'), since kube-scheduler 1.37 refuses to schedule a PodGroup
+    whose pods' priorities differ from the group's ("all pods in a single pod group should have the same
+    priority"; measured): the group, not the PS, then preempts what is in its way."""
+    if profile.gang.scheduler == "kubernetes":
+        return profile.priority_classes.get("ps") or profile.priority_classes.get("worker")
+    return profile.priority_classes.get(PRIORITY_CLASS_OF[role])
+
+
 def roles_needing_own_objects(job: TrainingJob) -> set[str]:
     """Roles whose tasks differ in placement or are selected by index, so each task needs its own object."""
     if job.topology.mode == "colocated":
@@ -167,7 +177,7 @@ def placement(job: TrainingJob, profile: ClusterProfile, role: str, index: int) 
         node_selector=dict(pool.node_selector) if pool else {},
         tolerations=pool.tolerations if pool else (),
         topology_spread=() if by_scheduler else _topology_spread(job, role),
-        priority_class=profile.priority_classes.get(PRIORITY_CLASS_OF[role]),
+        priority_class=priority_class(profile, role),
         labels={labels.GROUP: str(group_of(job, role, index))} if grouped else {},
     )
 

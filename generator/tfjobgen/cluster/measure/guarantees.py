@@ -166,16 +166,16 @@ def shared_cluster(overlay: str, objects: list[dict]) -> tuple[dict, int]:
 def without_priority_classes(objects: list[dict]) -> list[dict]:
     objects = copy.deepcopy(objects)
     for obj in objects:
-        for pod_spec in _pod_specs(obj):
+        for pod_spec in pod_specs(obj):
             pod_spec.pop("priorityClassName", None)
     return objects
 
 
-def _pod_specs(value) -> list[dict]:
+def pod_specs(value) -> list[dict]:
     if isinstance(value, dict):
-        return [value] if "containers" in value else [s for v in value.values() for s in _pod_specs(v)]
+        return [value] if "containers" in value else [s for v in value.values() for s in pod_specs(v)]
     if isinstance(value, list):
-        return [s for v in value for s in _pod_specs(v)]
+        return [s for v in value for s in pod_specs(v)]
     return []
 
 
