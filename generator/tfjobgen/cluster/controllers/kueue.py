@@ -32,11 +32,13 @@ PROGRAMS = ["kueue"]
 API = "kueue.x-k8s.io/v1beta2"
 NAMESPACE = "kueue-system"  # its own namespace (events, MultiKueue secrets), as upstream installs it
 FLAVOR, CLUSTER_QUEUE = "default", "tfjobgen"
-FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/tfjob"]  # what tfjobgen's backends emit
+# What tfjobgen's backends emit. Kueue 0.19's shipped config leaves kubeflow.org/tfjob out (its built-in default
+# is batch/job alone): a TFJob it does not manage runs unqueued, so ours names it.
+FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/tfjob"]
 # Webhooks of Kueue's own kinds and of the integrations above; the others would only answer for
 # kinds we never create (Kueue serves them as no-ops), and each is one more call per object.
 WEBHOOK_PATHS = ("kueue-x-k8s-io", "-batch-v1-job", "-jobset-x-k8s-io-", "-kubeflow-org-v1-tfjob")
-# With internalCertManagement off, Kueue 0.17 reads its metrics server's certificate from this fixed
+# With internalCertManagement off, Kueue (0.17 to 0.19) reads its metrics server's certificate from this fixed
 # path (cmd/kueue/main.go; no setting moves it) and exits when it is missing. One pair there serves
 # every local cluster: nothing scrapes the metrics, so whose CA signed it does not matter.
 METRICS_CERTS = Path("/etc/kueue/metrics/certs")
@@ -65,6 +67,8 @@ def start(context: Context) -> None:
         "namespace": NAMESPACE,
         **manager_settings(webhook_port, health_port, metrics_port, certificates),
         "integrations": {"frameworks": FRAMEWORKS},
+        # waitForPodsReady left out: Kueue 0.19 then evicts and requeues a Workload whose pods are not all
+        # Ready 30 minutes after admission, as a stock install does (docs/design.md, gang admission).
         # The visibility API server would listen on every address (port 8082) and wants an APIService.
         "featureGates": {"VisibilityOnDemand": False},
     }
