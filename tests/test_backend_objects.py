@@ -334,11 +334,23 @@ def test_kueue_labels_the_workload_object_only_and_warns_on_native():
         top = _only(expansion.objects[0], kind)
         assert top["metadata"]["labels"][gang.KUEUE_QUEUE_LABEL] == "team-a"
         assert gang.KUEUE_QUEUE_LABEL not in json.dumps(top["spec"]), "not on child Jobs or pods"
-        assert not [p for p in expansion.problems if "Kueue" in p.message]
+        assert not [p for p in expansion.problems if "Kueue" in p.message and "TFJob integration" not in p.message]
     native = expand(JOBS / "wide-deep.yaml", "native", profile("kueue"))
     assert native.ok
     (warning,) = [p for p in native.problems if "Kueue" in p.message]
     assert warning.severity == "warning" and "backend jobset" in warning.message
+
+
+def test_tfjob_under_kueue_warns_that_kueue_0_19_ships_without_its_tfjob_integration():
+    """Kueue 0.19's shipped config lists no kubeflow.org/tfjob: there a TFJob runs unqueued and unganged."""
+    expansion = expand(JOBS / "wide-deep.yaml", "tfjob", profile("kueue"))
+    assert expansion.ok
+    (warning,) = [p for p in expansion.problems if "TFJob integration" in p.message]
+    assert warning.severity == "warning" and warning.field == "spec.backend"
+    assert "kubeflow.org/tfjob in integrations.frameworks" in warning.message and "backend jobset" in warning.message
+    for scheduler in ("none", "volcano"):
+        assert not [p for p in expand(JOBS / "wide-deep.yaml", "tfjob", profile(scheduler)).problems
+                    if "TFJob integration" in p.message]
 
 
 def test_kueue_without_a_queue_is_a_profile_error():

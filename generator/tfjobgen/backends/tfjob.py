@@ -100,6 +100,13 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
             f"the cluster profile '{profile.name}' gangs jobs with Kubernetes' own PodGroups, which the TFJob operator "
             "(v1.9, maintenance only) neither makes nor names: use backend jobset (one field; docs/design.md) or native",
             "spec.backend"))
+    if profile.gang.scheduler == "kueue":  # measured on Kueue 0.19.2 without it: the TFJob ran unsuspended, no Workload
+        problems.append(Problem(
+            f"the cluster profile '{profile.name}' queues jobs with Kueue, whose shipped configuration turns its TFJob "
+            "integration off from 0.19 on (kubeflow.org/tfjob commented out of integrations.frameworks): such a Kueue "
+            "neither queues nor admits a TFJob, whose pods then start one by one with no gang. The cluster's Kueue must "
+            "list kubeflow.org/tfjob in integrations.frameworks, or use backend jobset (one field)",
+            "spec.backend", severity=WARNING))
     retried = [code for code in job.permanent_exit_codes if code >= RETRYABLE_FROM]
     if not job.uses_runtime and retried:
         problems.append(Problem(

@@ -33,7 +33,8 @@ API = "kueue.x-k8s.io/v1beta2"
 NAMESPACE = "kueue-system"  # its own namespace (events, MultiKueue secrets), as upstream installs it
 FLAVOR, CLUSTER_QUEUE = "default", "tfjobgen"
 # What tfjobgen's backends emit. Kueue 0.19's shipped config leaves kubeflow.org/tfjob out (its built-in default
-# is batch/job alone): a TFJob it does not manage runs unqueued, so ours names it.
+# is batch/job alone): a TFJob it does not manage runs unqueued, so ours names it (tfjob.check warns of
+# the others).
 FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/tfjob"]
 # Webhooks of Kueue's own kinds and of the integrations above; the others would only answer for
 # kinds we never create (Kueue serves them as no-ops), and each is one more call per object.
