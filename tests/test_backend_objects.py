@@ -353,6 +353,62 @@ def test_tfjob_under_kueue_warns_that_kueue_0_19_ships_without_its_tfjob_integra
                     if "TFJob integration" in p.message]
 
 
+def _small(backend: str, chosen: pipeline.ClusterProfile, **topology) -> pipeline.Expansion:
+    data = json.loads(json.dumps(SMALL))
+    data["spec"].update(backend=backend, topology=topology or {"mode": "none"})
+    return pipeline.expand([Intent(data, "small.yaml")], chosen)
+
+
+def test_kueue_topology_aware_scheduling_annotates_each_pod_set_of_a_one_object_job():
+    """Each PodSet's pod template (a replicatedJob's, a replica type's) asks Kueue for a server per pod, with no
+    domain constraint; a native Job is left as it was, and without topologyAware nothing changes."""
+    aware = profile("kueue", topologyAware=True)
+    templates = {"jobset": lambda o: [r["template"]["spec"]["template"] for r in o["spec"]["replicatedJobs"]],
+                 "tfjob": lambda o: [r["template"] for r in o["spec"]["tfReplicaSpecs"].values()]}
+    for backend, kind in (("jobset", "JobSet"), ("tfjob", "TFJob")):
+        expansion = _small(backend, aware)
+        assert expansion.ok, expansion.problems
+        pod_sets = templates[backend](_only(expansion.objects[0], kind))
+        assert len(pod_sets) == 4 and all(
+            t["metadata"]["annotations"][gang.KUEUE_UNCONSTRAINED_TOPOLOGY] == "true" for t in pod_sets), backend
+        (decoded,) = backends.decode(expansion.objects[0])
+        assert all(pod.annotations[gang.KUEUE_UNCONSTRAINED_TOPOLOGY] == "true" for pod in decoded.pods)
+        assert gang.KUEUE_UNCONSTRAINED_TOPOLOGY not in json.dumps(_small(backend, profile("kueue")).objects[0])
+    assert gang.KUEUE_UNCONSTRAINED_TOPOLOGY not in json.dumps(_small("native", aware).objects[0])
+
+
+@pytest.mark.parametrize("backend", ("native", "jobset"))
+def test_kueue_topology_aware_scheduling_refuses_required_placement_rules_and_warns_on_spread(backend):
+    """TAS pins each pod to a server chosen by free room alone (measured on Kueue 0.19.2, tests/cluster/test_gang.py):
+    a required rule leaves pods Pending on an admitted job, spread's preference is not kept. Native too: Kueue
+    places every Workload of a ClusterQueue whose flavors all have a Topology."""
+    aware = profile("kueue", topologyAware=True)
+
+    def found(**topology) -> list[tuple[str, str]]:
+        return [(p.severity, p.field) for p in _small(backend, aware, **topology).problems
+                if "topologyAware" in p.message]
+
+    assert found(mode="isolated") == [("error", "spec.topology.mode")]
+    assert found(mode="spread", spread="required") == [("error", "spec.topology.mode")]
+    assert found(mode="spread") == [("warning", "spec.topology.mode")]
+    assert found(mode="none") == []
+    (refusal,) = [p for p in _small(backend, aware, mode="isolated").problems if "topologyAware" in p.message]
+    assert "ignoring pod affinity" in refusal.message and "Pending on an admitted job" in refusal.message
+    one_ps = json.loads(json.dumps(SMALL))
+    one_ps["spec"].update(backend=backend, topology={"mode": "spread", "spread": "required"})
+    one_ps["spec"]["roles"]["ps"]["replicas"] = 1
+    assert not [p for p in pipeline.expand([Intent(one_ps, "small.yaml")], aware).problems
+                if "topologyAware" in p.message], "one PS has no other to keep apart from"
+    assert not [p for p in _small(backend, profile("kueue"), mode="isolated").problems
+                if "topologyAware" in p.message], "Kueue by quota alone leaves placement to kube-scheduler"
+
+
+def test_topology_aware_scheduling_is_kueues():
+    expansion = expand(JOBS / "wide-deep.yaml", "jobset", profile("volcano", topologyAware=True))
+    (error,) = [p for p in expansion.problems if has_errors([p])]
+    assert error.field == "spec.gang.topologyAware" and "set spec.gang.scheduler to kueue" in error.message
+
+
 def test_kueue_without_a_queue_is_a_profile_error():
     expansion = expand(JOBS / "wide-deep.yaml", "jobset", pipeline.profile_from({
         "apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "t"},

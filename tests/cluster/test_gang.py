@@ -11,13 +11,17 @@ that half. What is asserted is what each gang scheduler promises:
 - two such jobs applied together: one runs whole, the other waits with nothing bound, and runs
   whole once the first is gone (no deadlock holding halves);
 - Coscheduling's scheduleTimeoutSeconds: a group missing one pod of eleven holds its places until the
-  timeout, measured against the profile's 10 s.
+  timeout, measured against the profile's 10 s;
+- Kueue is topology-aware here (spec.gang.topologyAware): a job whose pods fit the ClusterQueue's quota
+  but not the servers is not admitted, where Kueue by quota alone admits it and half of it holds its
+  servers; and TAS pins pods without their affinity rules (why validation refuses isolated under it).
 """
 
 from __future__ import annotations
 
 import itertools
 import time
+from pathlib import Path
 
 import cluster_support
 import pytest
@@ -73,10 +77,10 @@ def intent(name: str, namespace: str, backend: str, ps: tuple[int, int] = (1, 3)
                  "topology": {"mode": "none"}}})
 
 
-def render(scheduler: str, text: str, tmp_path) -> str:
+def render(scheduler: str, text: str, tmp_path, profile=None) -> str:
     source = tmp_path / f"job-{next(_names)}.yaml"
     source.write_text(text)
-    proc = tfjobgen("render", "--profile", str(PROFILES / f"gang-{scheduler}.yaml"), str(source))
+    proc = tfjobgen("render", "--profile", str(profile or PROFILES / f"gang-{scheduler}.yaml"), str(source))
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -303,6 +307,161 @@ def test_kubernetes_gangs_the_whole_job_where_a_gang_per_role_lets_the_ps_throug
     ps = cluster.pods(namespace, "tfjobgen.dev/job=roles,tfjobgen.dev/role=ps")[0]
     print(f"kubernetes, a gang per role: the PS Running on {ps['spec']['nodeName']} while its {len(workers)} workers "
           "wait; the job cannot start")
+    release(cluster, namespace)
+
+
+# ---- Kueue's topology-aware scheduling (the profile's spec.gang.topologyAware) ------------------------
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+QUOTA_ONLY = "quota-only"  # a ClusterQueue of a flavor with no Topology: Kueue as it admits without TAS
+
+
+def _quota_only(cluster: LocalCluster, namespace: str, tmp_path) -> Path:
+    """A ClusterQueue of the same quota as the cluster's whose flavor has no Topology, a LocalQueue on it in
+    `namespace`, and the profile of such a cluster (topologyAware false, that queue)."""
+    quota = cluster.objects.get(KUEUE_API, "ClusterQueue", "tfjobgen")["spec"]["resourceGroups"]
+    for group in quota:
+        for flavor in group["flavors"]:
+            flavor["name"] = QUOTA_ONLY
+    for obj in ({"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": QUOTA_ONLY}, "spec": {}},
+                {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": QUOTA_ONLY},
+                 "spec": {"namespaceSelector": {}, "resourceGroups": quota}},
+                {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": {"name": QUOTA_ONLY, "namespace": namespace},
+                 "spec": {"clusterQueue": QUOTA_ONLY}}):
+        cluster.wait(lambda obj=obj: cluster.objects.apply(obj), f"{obj['kind']} {QUOTA_ONLY}")
+    document = yaml.safe_load((PROFILES / "gang-kueue.yaml").read_text())
+    document["spec"]["gang"].update(queue=QUOTA_ONLY, topologyAware=False)
+    path = tmp_path / "quota-only.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _drop_quota_only(cluster: LocalCluster) -> None:
+    cluster.kubectl("delete", "--wait=false", "--ignore-not-found", f"clusterqueues.kueue.x-k8s.io/{QUOTA_ONLY}",
+                    f"resourceflavors.kueue.x-k8s.io/{QUOTA_ONLY}")
+
+
+def _workload(cluster: LocalCluster, namespace: str, job: str) -> dict | None:
+    mine = [w for w in _workloads(cluster, namespace) if w["metadata"]["ownerReferences"][0]["name"] == job]
+    return mine[0] if mine else None
+
+
+def _condition(obj: dict | None, kind: str) -> dict:
+    return next((c for c in ((obj or {}).get("status") or {}).get("conditions") or [] if c["type"] == kind), {})
+
+
+def _unschedulable(pods: list[dict]) -> list[tuple[dict, str]]:
+    """(pod, kube-scheduler's message) of each pod it tried and refused."""
+    return [(p, c.get("message", "")) for p in pods for c in (p.get("status") or {}).get("conditions") or []
+            if c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"]
+
+
+def _add_server(cluster: LocalCluster, name: str) -> None:
+    """One more server shaped as node-000 (KWOK keeps it Ready)."""
+    like = cluster.objects.get("v1", "Node", "node-000")
+    cluster.objects.create({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": name, "annotations": like["metadata"]["annotations"],
+        "labels": {**like["metadata"]["labels"], "kubernetes.io/hostname": name}},
+        "spec": {}, "status": {k: like["status"][k] for k in ("allocatable", "capacity")}})
+
+
+@pytest.mark.parametrize("gang", ["kueue"], indirect=True)  # no other gang scheduler's cluster
+def test_kueue_admits_a_job_once_its_pods_fit_the_servers_not_merely_the_quota(gang, tmp_path):
+    """A PS of 1 CPU and 2*NODES+1 workers of 3 CPUs: 34 CPUs, within the ClusterQueue's 40, but a server holds
+    two such workers (8 CPUs), so only 2*NODES fit. Through a ClusterQueue by quota alone (a flavor without a
+    Topology) the job is admitted and all but one pod bound: half a job holds its servers. Topology-aware: not
+    admitted, nothing created ("allows to fit only 10 out of 11"); a sixth server joins, and it runs whole."""
+    scheduler, cluster = gang
+    workers, tasks = 2 * NODES + 1, 2 * NODES + 2
+    text = intent("servers", "quota", "jobset", ps=(1, 1), workers=(workers, 3))
+    cluster.namespace("quota")
+    profile = _quota_only(cluster, "quota", tmp_path)
+    try:
+        cluster.apply(render(scheduler, text, tmp_path, profile))
+
+        def half_placed() -> bool:
+            pods = job_pods(cluster, "quota", "servers")
+            return (_condition(_workload(cluster, "quota", "servers"), "Admitted").get("status") == "True"
+                    and len(pods) == tasks and bound(pods) == tasks - 1 and len(_unschedulable(pods)) == 1)
+
+        cluster.wait(half_placed, "admitted by quota, every pod but one bound", timeout=60)
+        time.sleep(HOLD_SECONDS)
+        pods = job_pods(cluster, "quota", "servers")
+        assert bound(pods) == tasks - 1, "the half-placed job keeps what it holds"
+        print(f"kueue by quota: admitted, {bound(pods)} of {tasks} pods bound, 1 Pending: "
+              f"{_unschedulable(pods)[0][1][:80]}")
+        release(cluster, "quota")
+    finally:
+        _drop_quota_only(cluster)
+
+    namespace, server = "servers", f"node-{NODES:03d}"
+    cluster.namespace(namespace)
+    cluster.apply(render(scheduler, text.replace("namespace: quota", f"namespace: {namespace}"), tmp_path))
+    try:
+        stays_unbound(cluster, scheduler, namespace, "servers", tasks)
+        why = _condition(_workload(cluster, namespace, "servers"), "QuotaReserved").get("message", "")
+        assert f"allows to fit only {2 * NODES} out of {workers} pod(s)" in why, why
+        joined = time.monotonic()
+        _add_server(cluster, server)
+        cluster.wait(lambda: running(cluster, namespace, "servers", tasks), "the job Running whole", timeout=60)
+        print(f"kueue topology-aware: not admitted ({why}); Running whole {time.monotonic() - joined:.1f}s after "
+              f"a server joined")
+        assert server in {p["spec"]["nodeName"] for p in job_pods(cluster, namespace, "servers")}
+        release(cluster, namespace)
+    finally:
+        cluster.kubectl("delete", "node", server, "--ignore-not-found")
+
+
+def _annotated(text: str) -> str:
+    """A rendered JobSet with every PodSet annotated as under spec.gang.topologyAware (which refuses isolated)."""
+    from tfjobgen.concerns import gang as gangs
+
+    documents = [d for d in yaml.safe_load_all(text) if d]
+    for document in documents:
+        for replicated in document["spec"].get("replicatedJobs", []) if document["kind"] == "JobSet" else []:
+            meta = replicated["template"]["spec"]["template"].setdefault("metadata", {})
+            meta.setdefault("annotations", {})[gangs.KUEUE_UNCONSTRAINED_TOPOLOGY] = "true"
+    return yaml.safe_dump_all(documents)
+
+
+@pytest.mark.parametrize("gang", ["kueue"], indirect=True)  # no other gang scheduler's cluster
+def test_kueue_topology_aware_scheduling_pins_pods_without_their_affinity_rules(gang, tmp_path):
+    """Why validation warns on spread and refuses isolated under spec.gang.topologyAware. TAS picks each pod's
+    server by free room and pins it there (nodeSelector kubernetes.io/hostname); pod affinity is kube-scheduler's,
+    after. spread, 3 PS of 2 CPUs: Running, its PS sharing servers (kube-scheduler alone spreads them). isolated,
+    2 PS: admitted, a PS Pending for good on the server TAS pinned it to, beside the other."""
+    scheduler, cluster = gang
+    namespace = "pinned"
+    cluster.namespace(namespace)
+    spread = yaml.safe_load(intent("spread", namespace, "jobset", ps=(3, 2), workers=(6, 1)))
+    spread["spec"]["topology"] = {"mode": "spread"}
+    cluster.apply(render(scheduler, yaml.safe_dump(spread), tmp_path))
+    cluster.wait(lambda: running(cluster, namespace, "spread", 9), "the spread job Running", timeout=60)
+    ps_nodes = [p["spec"]["nodeName"] for p in cluster.pods(namespace, "tfjobgen.dev/job=spread,tfjobgen.dev/role=ps")]
+    print(f"kueue topology-aware, spread: PS on {sorted(ps_nodes)}")
+    assert len(set(ps_nodes)) < len(ps_nodes), f"TAS packs PS, preferred anti-affinity or not: {ps_nodes}"
+
+    isolated = yaml.safe_load(intent("isolated", namespace, "jobset", ps=(2, 2), workers=(4, 2)))
+    isolated["spec"]["topology"] = {"mode": "isolated"}
+    # Refused under topologyAware: rendered for Kueue by quota, then annotated as topologyAware would.
+    document = yaml.safe_load((PROFILES / "gang-kueue.yaml").read_text())
+    document["spec"]["gang"]["topologyAware"] = False
+    (tmp_path / "by-quota.yaml").write_text(yaml.safe_dump(document))
+    cluster.apply(_annotated(render(scheduler, yaml.safe_dump(isolated), tmp_path, tmp_path / "by-quota.yaml")))
+
+    def pinned_against_its_rules() -> list[tuple[dict, str]]:
+        pods = job_pods(cluster, namespace, "isolated")
+        return [(p, why) for p, why in _unschedulable(pods) if "anti-affinity" in why
+                and p["spec"].get("nodeSelector", {}).get("kubernetes.io/hostname")]
+
+    stuck = cluster.wait(pinned_against_its_rules, "a pod pinned where its anti-affinity forbids it", timeout=60)
+    assert _condition(_workload(cluster, namespace, "isolated"), "Admitted").get("status") == "True"
+    time.sleep(HOLD_SECONDS)
+    assert not running(cluster, namespace, "isolated", 6), "a pinned pod never moves"
+    layout = sorted((p["metadata"]["labels"]["tfjobgen.dev/role"], p["spec"].get("nodeName") or
+                     f"pinned to {p['spec']['nodeSelector']['kubernetes.io/hostname']}, Pending")
+                    for p in job_pods(cluster, namespace, "isolated"))
+    print(f"kueue topology-aware, isolated: admitted, {layout}; {stuck[0][1][:90]}")
     release(cluster, namespace)
 
 

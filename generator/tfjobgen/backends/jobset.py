@@ -104,7 +104,7 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
 
 def _replicated_job(plan: JobPlan, role: RolePlan) -> dict:
     job = plan.job
-    template = gang.pod_template(plan, role.template)
+    template = gang.pod_set_template(plan, gang.pod_template(plan, role.template))
     spec = {"completionMode": "Indexed", "completions": role.replicas, "parallelism": role.replicas,
             **lifecycle.batch_job_spec(lifecycle.of(job, plan.profile), indexed=True), "template": template}
     return {"name": role.role, "replicas": 1,

@@ -133,8 +133,9 @@ def run_policy(plan: JobPlan) -> dict:
     return policy
 
 
-def _replica_spec(role: RolePlan) -> dict:
-    return {"replicas": role.replicas, "restartPolicy": RESTART_POLICY, "template": role.template}
+def _replica_spec(plan: JobPlan, role: RolePlan) -> dict:
+    return {"replicas": role.replicas, "restartPolicy": RESTART_POLICY,
+            "template": gang.pod_set_template(plan, role.template)}
 
 
 def encode(plan: JobPlan) -> list[dict]:
@@ -144,7 +145,7 @@ def encode(plan: JobPlan) -> list[dict]:
         "metadata": common.whole_job_metadata(plan),
         "spec": {
             "runPolicy": run_policy(plan),
-            "tfReplicaSpecs": {REPLICA_TYPES[role.role]: _replica_spec(role) for role in plan.roles},
+            "tfReplicaSpecs": {REPLICA_TYPES[role.role]: _replica_spec(plan, role) for role in plan.roles},
         },
     }
     return [common.config_map(plan), common.network_policy(plan), tfjob]

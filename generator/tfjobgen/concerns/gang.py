@@ -35,6 +35,12 @@ nothing" its own way:
   PS Job and the worker Job separately: no gang, and `check` warns. A Workload holds at
   most 18 PodSets (the CRD's maxItems); our jobs have at most 4 roles. Which of these a
   job is, its backend says (Backend.one_object): nothing here branches on a backend's name.
+  Kueue admits by quota, which a job can fit while its pods fit no servers (then half of it
+  is bound and holds them). With spec.gang.topologyAware its topology-aware scheduling
+  (TAS) admits a job only once it has found a server for every pod: each PodSet's pod
+  template carries podset-unconstrained-topology (`pod_set_template`). TAS then pins each
+  pod to its server and ignores pod affinity, so `check` refuses the topologies whose
+  rules are required, and warns where spread's preference would not be kept.
 - tfjob: the TFJob operator creates the PodGroup itself from runPolicy.schedulingPolicy
   when it runs with --gang-scheduler-name (volcano, or a scheduler-plugins scheduler);
   tfjob.py writes that policy instead of our own PodGroup.
@@ -65,6 +71,8 @@ KUBERNETES_API = "scheduling.k8s.io/v1beta1"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_MAX_POD_SETS = 18  # Workload.spec.podSets maxItems (kueue.x-k8s.io CRD)
 KUEUE_JOB_POD_SET = "main"  # the one PodSet of the Workload Kueue makes of a batch/v1 Job
+# A PodSet with no topology constraint: Kueue's TAS assigns each pod a server, and admits once all have one.
+KUEUE_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 
 # The gang schedulers that admit a job through a PodGroup (ours on native and jobset); kueue admits through
 # its own Workload, and none admits pods one by one. The TFJob operator makes the PodGroup of the first two
@@ -101,14 +109,39 @@ def check(job: TrainingJob, profile: ClusterProfile, one_object: bool) -> list[P
     gang = profile.gang
     if gang.scheduler != "kueue":
         return []
+    problems = []
     if not one_object:
-        return [Problem(
+        problems.append(Problem(
             f"the cluster profile '{profile.name}' queues jobs with Kueue, which admits each batch/v1 Job on its own: "
             "this job's PS and workers may be admitted apart and wait for each other holding their cores; "
-            "backend jobset (or tfjob) is admitted as one Workload", "spec.backend", severity=WARNING)]
-    if pod_sets(job, one_object) > KUEUE_MAX_POD_SETS:
-        return [Problem(f"Kueue's Workload holds at most {KUEUE_MAX_POD_SETS} PodSets; this job needs "
-                        f"{pod_sets(job, one_object)}", "spec.roles")]
+            "backend jobset (or tfjob) is admitted as one Workload", "spec.backend", severity=WARNING))
+    elif pod_sets(job, one_object) > KUEUE_MAX_POD_SETS:
+        problems.append(Problem(f"Kueue's Workload holds at most {KUEUE_MAX_POD_SETS} PodSets; this job needs "
+                                f"{pod_sets(job, one_object)}", "spec.roles"))
+    if gang.topology_aware:  # native too: every flavor having a Topology, Kueue places every Workload so
+        problems += _pinned_by_kueue(job, profile)
+    return problems
+
+
+def _pinned_by_kueue(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
+    """Kueue's TAS picks each pod's server by free room alone, packing a PodSet onto the fullest servers that
+    hold it, and pins the pod there (nodeSelector kubernetes.io/hostname); pod (anti-)affinity is left to
+    kube-scheduler, after. Measured on Kueue 0.19.2 (tests/cluster/test_gang.py): a required rule leaves pods
+    Pending on an admitted job, whose other pods hold their servers; a preferred one is not kept."""
+    mode, several_ps = job.topology.mode, job.roles["ps"].replicas > 1
+    how = (f"the cluster profile '{profile.name}' has Kueue place pods itself (spec.gang.topologyAware): it picks "
+           "each pod's server by free room alone, ignoring pod affinity, and pins the pod there")
+    broken = {"isolated": "packs PS together or beside workers, where isolated lets only one of them start",
+              "colocated": "sends workers to servers without their group's PS, where colocated lets none start",
+              "spread": "packs the job's PS onto one server, where spread: required lets only one start"}
+    if mode in ("isolated", "colocated") or (mode == "spread" and job.topology.spread == "required" and several_ps):
+        return [Problem(f"{how}; it {broken[mode]}, and the others wait Pending on an admitted job holding their "
+                        "servers: use topology spread (preferred) or none, or a profile without topologyAware",
+                        "spec.topology.mode")]
+    if mode == "spread" and several_ps:
+        return [Problem(f"{how}; it packs the job's PS onto the fewest servers that hold them, so they may share one "
+                        "(spread's preferred anti-affinity is not kept; topology none asks for no more than that)",
+                        "spec.topology.mode", severity=WARNING)]
     return []
 
 
@@ -137,6 +170,23 @@ def pod_template(plan, template: dict) -> dict:
         meta["labels"] = {**meta.get("labels", {}), COSCHEDULING_LABEL: group_name(plan.job)}
         name = plan.profile.gang.scheduler_name
     return {**template, "metadata": meta, "spec": {**template["spec"], "schedulerName": name}}
+
+
+def topology_aware(profile: ClusterProfile) -> bool:
+    """Whether the profile's Kueue places pods on servers itself (spec.gang.topologyAware)."""
+    return profile.gang.scheduler == "kueue" and profile.gang.topology_aware
+
+
+def pod_set_template(plan, template: dict) -> dict:
+    """A copy of `template` as the pod template of one PodSet of the Workload Kueue makes of a job carried by one
+    object (Backend.one_object: a JobSet's replicatedJob, a TFJob's replica type): under topology-aware
+    scheduling, the annotation that has Kueue find each pod a server, with no domain constraint, before it
+    admits the job (itself otherwise)."""
+    if not topology_aware(plan.profile):
+        return template
+    meta = dict(template.get("metadata", {}))
+    meta["annotations"] = {**meta.get("annotations", {}), KUEUE_UNCONSTRAINED_TOPOLOGY: "true"}
+    return {**template, "metadata": meta}
 
 
 def workload_labels(plan) -> dict[str, str]:

@@ -89,6 +89,7 @@ class Gang:
     scheduler_name: str  # scheduler-plugins: the scheduler running the coscheduling plugin
     schedule_timeout_seconds: int
     colocated_groups: str  # affinity | scheduler: who keeps a colocated group on one server
+    topology_aware: bool = False  # kueue: its flavor is topology-aware, so it places pods on servers (gang.py)
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> 
         gpu=Gpu(spec["gpu"]["resource"], spec["gpu"]["nodePool"], spec["gpu"]["perNode"]) if "gpu" in spec else None,
         monitoring=_monitoring(spec["monitoring"]),
         gang=Gang(spec["gang"]["scheduler"], spec["gang"]["queue"], spec["gang"]["schedulerName"],
-                  spec["gang"]["scheduleTimeoutSeconds"], spec["gang"]["colocatedGroups"]),
+                  spec["gang"]["scheduleTimeoutSeconds"], spec["gang"]["colocatedGroups"],
+                  spec["gang"]["topologyAware"]),
         kubernetes_version=spec["kubernetesVersion"],
         origin=origin,
     )
@@ -246,6 +248,10 @@ def check(profile: ClusterProfile) -> list[Problem]:
             f"scheduling.k8s.io/v1beta1 PodGroup whole from {WORKLOAD_API_SINCE} on. Set spec.kubernetesVersion to "
             f"{WORKLOAD_API_SINCE} if every cluster of the profile runs it, or pick another spec.gang.scheduler",
             "spec.gang.scheduler"))
+    if profile.gang.topology_aware and profile.gang.scheduler != "kueue":
+        problems.append(Problem(f"topology-aware scheduling is Kueue's, and this profile's gang scheduler is "
+                                f"{profile.gang.scheduler}: set spec.gang.scheduler to kueue, or leave topologyAware out",
+                                "spec.gang.topologyAware"))
     if profile.gang.scheduler == "kueue" and not profile.gang.queue:
         problems.append(Problem("kueue admits a job only through a LocalQueue: name it in spec.gang.queue",
                                 "spec.gang.queue"))

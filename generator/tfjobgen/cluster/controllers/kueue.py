@@ -9,6 +9,13 @@ and the conversion webhooks of its CRDs (v1beta1 and v1beta2 are both served), a
 What `cluster up` creates for it: the ResourceFlavor `default` and the ClusterQueue `tfjobgen`,
 whose quota is everything the nodes can allocate (CPU, memory and every extended resource), for
 every namespace; and the LocalQueue the profile names (spec.gang.queue) in namespace `default`.
+When the profile says its Kueue is topology-aware (spec.gang.topologyAware), also the Topology
+`tfjobgen` of one level, kubernetes.io/hostname, which the flavor names: Kueue then admits a job
+only once it has found every pod a server (and pins the pod there), not merely quota. A flavor
+with a Topology must select nodes by label (a CEL rule of its CRD); every node, KWOK's and a
+kubelet's, has kubernetes.io/os: linux. Every flavor of the ClusterQueue then has a Topology, and
+Kueue places every Workload of it on servers, annotated or not (TAS "implied"; tfjobgen's JobSets
+and TFJobs carry the annotation all the same, gang.pod_set_template).
 A LocalQueue is namespaced and belongs with the namespace, as the ClusterQueue it draws on belongs
 with the cluster: tfjobgen names it on every job and emits none (two jobs of a namespace would
 emit it twice). A namespace made later gets it from `local_queue(profile, namespace)`, as
@@ -31,7 +38,9 @@ NAME = "kueue"
 PROGRAMS = ["kueue"]
 API = "kueue.x-k8s.io/v1beta2"
 NAMESPACE = "kueue-system"  # its own namespace (events, MultiKueue secrets), as upstream installs it
-FLAVOR, CLUSTER_QUEUE = "default", "tfjobgen"
+FLAVOR, CLUSTER_QUEUE, TOPOLOGY = "default", "tfjobgen", "tfjobgen"
+SERVER_LEVEL = "kubernetes.io/hostname"  # TAS's lowest level: a domain is one server
+EVERY_NODE = {"kubernetes.io/os": "linux"}  # what a TAS flavor selects nodes by (it must name one label)
 # What tfjobgen's backends emit. Kueue 0.19's shipped config leaves kubeflow.org/tfjob out (its built-in default
 # is batch/job alone): a TFJob it does not manage runs unqueued, so ours names it (tfjob.check warns of
 # the others).
@@ -100,7 +109,8 @@ def _metrics_certificate(certificates: Path) -> None:
 
 
 def queues(profile, nodes: list[dict]) -> list[dict]:
-    """The ResourceFlavor, the ClusterQueue covering every node's allocatable, and the LocalQueue in `default`."""
+    """The ResourceFlavor (with its Topology when the profile's Kueue is topology-aware), the ClusterQueue
+    covering every node's allocatable, and the LocalQueue in `default`."""
     totals: dict[str, Fraction] = {}
     for node in nodes:
         for resource, amount in ((node.get("status") or {}).get("allocatable") or {}).items():
@@ -108,6 +118,11 @@ def queues(profile, nodes: list[dict]) -> list[dict]:
                 totals[resource] = totals.get(resource, Fraction(0)) + quantity.parse(amount)
     covered = sorted(totals)
     flavor = {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": FLAVOR}, "spec": {}}
+    topology = []
+    if profile.gang.topology_aware:
+        topology = [{"apiVersion": API, "kind": "Topology", "metadata": {"name": TOPOLOGY},
+                     "spec": {"levels": [{"nodeLabel": SERVER_LEVEL}]}}]
+        flavor["spec"] = {"nodeLabels": dict(EVERY_NODE), "topologyName": TOPOLOGY}
     cluster_queue = {
         "apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": CLUSTER_QUEUE},
         "spec": {"namespaceSelector": {}, "resourceGroups": [{
@@ -115,7 +130,7 @@ def queues(profile, nodes: list[dict]) -> list[dict]:
             "flavors": [{"name": FLAVOR, "resources": [
                 {"name": r, "nominalQuota": _quantity(r, totals[r])} for r in covered]}]}]},
     }
-    return [flavor, cluster_queue, local_queue(profile, "default")]
+    return topology + [flavor, cluster_queue, local_queue(profile, "default")]
 
 
 def local_queue(profile, namespace: str) -> dict:
