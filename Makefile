@@ -108,7 +108,7 @@ demo-nodes: venv cluster-tools images
 
 # The cluster tier's checks on every Kubernetes release of cluster-tools/versions.yaml (1.30, the default
 # 1.34, 1.37): builds the releases built on request (a few minutes each, once), then rewrites the table
-# of docs/releases.md. About 12 minutes a release on 2 cores; not part of `make test` (docs/releases.md).
+# of docs/releases.md. 6 to 8 minutes a release on 2 cores; not part of `make test` (docs/releases.md).
 .PHONY: releases
 releases: venv cluster-tools
 	@$(BIN)/tfjobgen cluster tools kubernetes-1.30 jobset-0.10

@@ -14,7 +14,7 @@ the checks below with pytest, every local cluster started with `cluster up --kub
 - gang admission on each gang scheduler (Kubernetes' own on the releases that have it).
 
 Prints the table; --write replaces the table between the markers of docs/releases.md. Exit 1 when
-a check failed on any release. It takes about 12 minutes a release on 2 cores.
+a check failed on any release. It takes 6 to 8 minutes a release on 2 cores (docs/benchmarks.md).
 """
 
 from __future__ import annotations
