@@ -237,8 +237,7 @@ def check(profile: ClusterProfile) -> list[Problem]:
                "scheduler-plugins": "the coscheduling plugin admits a group but places its pods one by one, as "
                                     "kube-scheduler does",
                "kueue": "Kueue 0.19's topology-aware scheduling puts a whole PodSet, or a pair of PodSets, in one "
-                        "domain, not each PS with its workers",
-               }[profile.gang.scheduler]
+                        "domain, not each PS with its workers"}[profile.gang.scheduler]
         problems.append(Problem(f"only volcano and kubernetes place a colocated group on one server ({why}): "
                                 "use affinity",
                                 "spec.gang.colocatedGroups"))
