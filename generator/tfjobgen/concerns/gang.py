@@ -51,6 +51,7 @@ Pure functions of the plan; the backends call them, and the pipeline calls `chec
 from __future__ import annotations
 
 import math
+from collections import Counter
 from fractions import Fraction
 
 from ..inputs import quantity
@@ -270,10 +271,7 @@ def _kubernetes_pod_groups(plan, meta: dict) -> list[dict]:
 
     if not topology.groups_by_scheduler(plan.job, plan.profile):
         return [pod_group(group_name(plan.job), len(plan.tasks))]
-    grouped: dict[str, int] = {}
-    for task in plan.tasks:
-        group = task.template.get("metadata", {}).get("labels", {}).get(labels.GROUP)
-        grouped[group] = grouped.get(group, 0) + 1
+    grouped = Counter(task.template.get("metadata", {}).get("labels", {}).get(labels.GROUP) for task in plan.tasks)
     outside = grouped.pop(None, 0)
     one_server = {"topology": [{"key": topology.HOSTNAME}]}
     found = [pod_group(_group_pod_group(plan.job, g), count, one_server)
