@@ -89,7 +89,7 @@ def run(way: str, nodes: int, folder: Path, timeout: float, index: int) -> dict:
     colocated = render(profile, [REPO / "jobs" / f"{COLOCATED}.yaml"], None, folder)
     with Cluster(profile, nodes, f"coloc-{way}-{index}", WORKLOAD_API_SINCE if gang == "kubernetes" else "") as cluster:
         namespaces = {o["metadata"]["namespace"] for o in yaml.safe_load_all(others + colocated) if o}
-        cluster.namespaces(namespaces, None)
+        cluster.namespaces(namespaces)
         wanted_others = expected_pods(others)
         began = time.monotonic()
         cluster.kubectl("apply", "--server-side", "-f", "-", stdin=others)

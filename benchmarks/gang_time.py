@@ -92,13 +92,14 @@ class Cluster:
             raise SystemExit(f"kubectl {' '.join(args)}: {done.stderr}")
         return done.stdout
 
-    def namespaces(self, names: set[str], queue: str | None) -> None:
+    def namespaces(self, names: set[str]) -> None:
+        from tfjobgen.cluster.controllers import kueue
+        from tfjobgen.expand import pipeline
+
+        profile = pipeline.load_profile(str(self.profile))
         for name in sorted(names):
             self.objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-            if queue:
-                local = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-                         "metadata": {"name": queue, "namespace": name}, "spec": {"clusterQueue": "tfjobgen"}}
-                api.wait_until(lambda local=local: self.objects.apply(local), 60, "LocalQueue")
+            kueue.open_queue(self.objects, profile, name)
 
     def pods(self) -> list[dict]:
         return self.objects.list("v1", "Pod")
@@ -147,7 +148,7 @@ def main() -> None:
             namespaces = {o["metadata"]["namespace"] for o in yaml.safe_load_all(rendered) if o}
             release = WORKLOAD_API_SINCE if gang == "kubernetes" else ""
             with Cluster(profile, args.nodes, f"bench-{gang}", release) as cluster:
-                cluster.namespaces(namespaces, "training" if gang == "kueue" else None)
+                cluster.namespaces(namespaces)
                 began = time.monotonic()
                 cluster.kubectl("apply", "--server-side", "-f", "-", stdin=rendered)
                 applied = time.monotonic() - began

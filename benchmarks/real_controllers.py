@@ -68,8 +68,7 @@ def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str, g
         from tfjobgen.cluster.controllers import kueue
         from tfjobgen.expand import pipeline
 
-        queue = kueue.local_queue(pipeline.load_profile(str(profile_path)), namespace)
-        api.wait_until(lambda: objects.apply(queue), 60, f"LocalQueue {namespace}")
+        kueue.open_queue(objects, pipeline.load_profile(str(profile_path)), namespace)
     started = time.monotonic()
     conformance.apply(objects, rendered)
     try:

@@ -1,9 +1,10 @@
 """Placement figures and picture, measured on the real kube-scheduler of a local cluster.
 
-    .venv/bin/python docs/generate/placement.py                 # the table in docs/design.md, docs/placement-runs.json
-                                                       # and docs/placement.svg (2 orders per job and cell:
-                                                       # about 30 minutes on 2 busy cores)
+    .venv/bin/python docs/generate/placement.py                 # both tables in docs/design.md (placement, gang),
+                                                       # docs/placement-runs.json and docs/placement.svg
+                                                       # (2 orders per job and cell: about 45 minutes)
     .venv/bin/python docs/generate/placement.py --column "shared cluster"   # one column again, the rest as recorded
+    .venv/bin/python docs/generate/placement.py --gang kubernetes           # one gang table column again
     .venv/bin/python docs/generate/placement.py --picture       # docs/placement.svg only
 
 Every run is `tfjobgen place` (generator/tfjobgen/cluster/measure/place.py): a fresh local cluster of
@@ -23,46 +24,53 @@ REPO = Path(__file__).resolve().parents[2]
 
 from tfjobgen.cluster.measure import guarantees, place
 from tfjobgen.expand import pipeline
-from tfjobgen.gitops.build import build_overlays
+from tfjobgen.gitops.build import build_overlays, intents_as_built
 from tfjobgen.gitops.tree import overlay_names
 
 DESIGN = REPO / "docs" / "design.md"
 RUNS = REPO / "docs" / "placement-runs.json"
-TABLE_START, TABLE_END = "<!-- placement table: start -->", "<!-- placement table: end -->"
+TABLES = {"placement": guarantees.table, "gang": guarantees.gang_table}  # marked in design.md as <!-- NAME table: ... -->
 COLORS = {"ps": "#e8833a", "worker": "#3a7be8", "chief": "#3aa65a", "evaluator": "#8a5ad6"}
 CELL, GAP, SERVER_W, SERVER_H = 18, 3, 130, 86
 
 
-def overlay_objects() -> dict[str, list[dict]]:
+def overlays() -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
+    """Each overlay's objects as built, and its intents as the ClusterProfile transformer gets them."""
     builds = build_overlays(REPO, overlay_names(REPO))
     failed = [f"{name}: " + "; ".join(p.format() for p in b.problems) for name, b in builds.items() if not b.ok]
     if failed:
         sys.exit("overlays failed to build:\n" + "\n".join(failed))
-    return {name: b.objects for name, b in builds.items()}
+    intents = {name: b.intents if b.intents is not None else intents_as_built(REPO, name) for name, b in builds.items()}
+    return {name: b.objects for name, b in builds.items()}, intents
 
 
-def write_table(orders: int, columns: tuple[str, ...]) -> None:
+def write_tables(orders: int, columns: tuple[str, ...], gangs: tuple[str, ...]) -> None:
     started = time.monotonic()
 
     def progress(line: str) -> None:
         print(f"[{time.monotonic() - started:6.1f}s] {line}", flush=True)
 
-    found = guarantees.figures(overlay_objects(), range(orders), columns=columns, progress=progress)
-    if RUNS.exists() and set(columns) != set(guarantees.COLUMNS):  # re-measured columns replace theirs only
-        found = {**guarantees.load(RUNS), **found}
+    objects, intents = overlays()
+    found = guarantees.figures(objects, range(orders), columns=columns, progress=progress, gangs=gangs,
+                               intents=intents)
+    if RUNS.exists() and (set(columns) != set(guarantees.COLUMNS) or set(gangs) != set(guarantees.GANGS)):
+        found = {**guarantees.load(RUNS), **found}  # re-measured columns replace theirs only
     guarantees.save(found, RUNS)
-    replace_table(guarantees.table(found))
+    text = DESIGN.read_text()
+    for name, table in TABLES.items():
+        text = replace_table(text, name, table(found))
+    DESIGN.write_text(text)
     for (row, column), figure in sorted(found.items()):
         for failure in figure.failures[:3]:
             print(f"{row}, {column}: {failure}")
-    print(guarantees.table(found) + f"wrote the table in docs/design.md and {RUNS.name}")
+    print("".join(table(found) + "\n" for table in TABLES.values()) + f"wrote the tables in docs/design.md and {RUNS.name}")
 
 
-def replace_table(table: str) -> None:
-    text = DESIGN.read_text()
-    head, rest = text.split(TABLE_START)
-    _, tail = rest.split(TABLE_END)
-    DESIGN.write_text(f"{head}{TABLE_START}\n{table}{TABLE_END}{tail}")
+def replace_table(text: str, name: str, table: str) -> str:
+    start, end = f"<!-- {name} table: start -->", f"<!-- {name} table: end -->"
+    head, rest = text.split(start)
+    _, tail = rest.split(end)
+    return f"{head}{start}\n{table}{end}{tail}"
 
 
 def placed(job: str, servers: int) -> list[tuple[str, list]]:
@@ -127,11 +135,15 @@ def main() -> None:
     parser.add_argument("--picture", action="store_true", help="draw docs/placement.svg only")
     parser.add_argument("--orders", type=int, default=2, help="creation orders per job and cell (default 2)")
     parser.add_argument("--column", action="append", choices=guarantees.COLUMNS,
-                        help="measure only this column (repeatable); the others keep their recorded runs")
+                        help="measure only this placement table column (repeatable); the others keep their recorded runs")
+    parser.add_argument("--gang", action="append", choices=list(guarantees.GANGS),
+                        help="measure only this gang table column (repeatable); the others keep their recorded runs")
     args = parser.parse_args()
     draw_picture()
     if not args.picture:
-        write_table(args.orders, tuple(args.column or guarantees.COLUMNS))
+        everything = not args.column and not args.gang
+        write_tables(args.orders, tuple(args.column or (guarantees.COLUMNS if everything else ())),
+                     tuple(args.gang or (guarantees.GANGS if everything else ())))
 
 
 if __name__ == "__main__":

@@ -99,8 +99,7 @@ class LocalCluster:
             from tfjobgen.cluster.controllers import kueue
             from tfjobgen.expand import pipeline
 
-            queue = kueue.local_queue(pipeline.load_profile(self.state()["profile"] or None), name)
-            self.wait(lambda: self.objects.apply(queue), f"LocalQueue {name}/{queue['metadata']['name']}")
+            kueue.open_queue(self.objects, pipeline.load_profile(self.state()["profile"] or None), name)
 
     def pods(self, namespace: str, selector: str = "") -> list[dict]:
         return self.objects.list("v1", "Pod", namespace, label_selector=selector)

@@ -133,8 +133,7 @@ class Clusters:
         if "kueue" in cluster.state()["components"]:
             from tfjobgen.cluster.controllers import kueue
 
-            queue = kueue.local_queue(pipeline.load_profile(cluster.state()["profile"]), name)
-            cluster.wait(lambda: cluster.objects.apply(queue), f"LocalQueue {name}/{queue['metadata']['name']}")
+            kueue.open_queue(cluster.objects, pipeline.load_profile(cluster.state()["profile"]), name)
 
     def any(self) -> Running:
         """The cluster running now, else the first setting's."""

@@ -19,20 +19,22 @@ from tfjobgen.cluster.measure import guarantees
 
 DESIGN = REPO / "docs" / "design.md"
 RUNS = REPO / "docs" / "placement-runs.json"
-TABLE_START, TABLE_END = "<!-- placement table: start -->", "<!-- placement table: end -->"
 
 
-def test_the_table_in_the_design_notes_is_the_recorded_runs():
+@pytest.mark.parametrize("name, table", [("placement", guarantees.table), ("gang", guarantees.gang_table)])
+def test_the_tables_in_the_design_notes_are_the_recorded_runs(name, table):
     text = DESIGN.read_text()
-    committed = text[text.index(TABLE_START) + len(TABLE_START):text.index(TABLE_END)].strip("\n") + "\n"
-    assert committed == guarantees.table(guarantees.load(RUNS)), \
-        "docs/design.md's placement table is not docs/placement-runs.json: run .venv/bin/python docs/generate/placement.py"
+    start, end = f"<!-- {name} table: start -->", f"<!-- {name} table: end -->"
+    committed = text[text.index(start) + len(start):text.index(end)].strip("\n") + "\n"
+    assert committed == table(guarantees.load(RUNS)), \
+        f"docs/design.md's {name} table is not docs/placement-runs.json: run .venv/bin/python docs/generate/placement.py"
 
 
 def test_the_recorded_runs_cover_every_cell_that_can_be_measured():
     recorded = guarantees.load(RUNS)
+    columns = [*guarantees.COLUMNS, *(guarantees.gang_column(g) for g in guarantees.GANGS)]
     for row, jobs in guarantees.ROWS.items():
-        for column in guarantees.COLUMNS:
+        for column in columns:
             measurable = column in (guarantees.ARRIVAL, guarantees.REPLACEMENT) or guarantees.SHARED_IN[row]
             assert not measurable or recorded[row, column].runs > 0, (row, column)
 

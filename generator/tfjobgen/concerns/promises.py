@@ -79,11 +79,19 @@ class Verdict:
     placed: int
     tasks: int
     broken: list[str] = field(default_factory=list)  # what breaks the promise, one line per server
+    # Those of `broken` that are only other jobs' pods beside a layout that is whole (colocated's servers
+    # are the group's alone): what a gang scheduler's groups give up (spec.gang.colocatedGroups: scheduler).
+    beside: list[str] = field(default_factory=list)
 
     @property
     def holds(self) -> bool:
         """The promise holds for the pods placed (Pending ones break nothing: they are counted apart)."""
         return not self.broken
+
+    @property
+    def whole(self) -> bool:
+        """The job's own layout holds, whoever else shares its servers."""
+        return len(self.broken) == len(self.beside)
 
     def __str__(self) -> str:
         head = f"{self.job} ({self.topology}): {self.placed}/{self.tasks} placed"
@@ -103,20 +111,24 @@ def verdicts(pods: list[dict], node_count: int) -> dict[str, Verdict]:
         servers = {node: ([t for t in on if t.job == job], [t for t in on if t.job and t.job != job])
                    for node, on in by_node.items() if any(t.job == job for t in on)}
         topology = mine[0].topology
-        result[job] = Verdict(job, topology, sum(1 for t in mine if t.node), len(mine),
-                              _RULES.get(topology, _nothing)(servers, node_count))
+        own = _RULES.get(topology, _nothing)(servers, node_count)
+        beside = _neighbours(servers) if topology == "colocated" else []
+        result[job] = Verdict(job, topology, sum(1 for t in mine if t.node), len(mine), own + beside, beside)
     return result
 
 
+def _one_group(mine: list[Task]) -> bool:
+    return sum(t.role == "ps" for t in mine) == 1 and len({t.group for t in mine}) == 1
+
+
 def _colocated(servers: dict, node_count: int) -> list[str]:
-    broken = []
-    for node, (mine, others) in sorted(servers.items()):
-        ps = [t for t in mine if t.role == "ps"]
-        if len(ps) != 1 or len({t.group for t in mine}) != 1:
-            broken.append(f"{node} holds {_describe(mine)}")
-        elif others:
-            broken.append(f"{node} holds PS {ps[0].index}'s group and other jobs' {_describe(others)}")
-    return broken
+    return [f"{node} holds {_describe(mine)}" for node, (mine, _) in sorted(servers.items()) if not _one_group(mine)]
+
+
+def _neighbours(servers: dict) -> list[str]:
+    """Servers where a colocated group is whole and other jobs' pods sit beside it."""
+    return [f"{node} holds PS {next(t.index for t in mine if t.role == 'ps')}'s group and other jobs' "
+            f"{_describe(others)}" for node, (mine, others) in sorted(servers.items()) if others and _one_group(mine)]
 
 
 def _isolated(servers: dict, node_count: int) -> list[str]:

@@ -139,6 +139,14 @@ def local_queue(profile, namespace: str) -> dict:
             "spec": {"clusterQueue": CLUSTER_QUEUE}}
 
 
+def open_queue(objects: api.Objects, profile, namespace: str) -> None:
+    """When the profile queues with Kueue, its LocalQueue in `namespace` (which must exist): Kueue admits
+    nothing from a namespace without it. Retried while Kueue's webhook is still starting."""
+    if profile.gang.scheduler == "kueue":
+        queue = local_queue(profile, namespace)
+        api.wait_until(lambda: objects.apply(queue), 60, f"LocalQueue {namespace}/{profile.gang.queue}")
+
+
 def _quantity(resource: str, amount: Fraction) -> str:
     if resource == "cpu":
         return quantity.cpu_text(amount)

@@ -9,9 +9,13 @@ Rows are topologies, each measured on the example jobs that use it; columns are 
                           with the PriorityClasses the profile names
     shared, no ...        the same without them
 
+A second table, the gang table, measures the shared cluster again under each gang scheduler
+(GANGS): the overlay's profile given that spec.gang, its jobs rendered under it, the cluster running
+that scheduler (and the Kubernetes release it needs). Its "none" column is the shared cluster column.
+
 Every run is `place.run_order`: a fresh local cluster, the real scheduler, `promises.verdicts`.
 A run is good when every pod is placed and every layout holds. docs/generate/placement.py writes the
-table (all orders); the cluster tier runs a sample and checks the table is current.
+tables (all orders); the cluster tier runs a sample and checks the tables are current.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from typing import Callable
 import yaml
 
 from ...expand import pipeline
+from ...inputs.intents import Intent
+from ...inputs.profile import WORKLOAD_API_SINCE
 from .. import tools
 from . import place
 
@@ -98,17 +104,46 @@ SHARED_NODES = {"seed-80c": {"": sum(n.servers for n in NEEDS.values()) + 3},
                              "cpu-workers": 1 + 4 + 8 + 16 + 7}}
 
 
+@dataclass(frozen=True)
+class Gang:
+    """A gang table column: the spec.gang its profile is given, and the Kubernetes release that needs."""
+
+    settings: dict
+    kubernetes: str = ""  # "" for the default release
+
+
+# The gang table's columns besides "none" (the shared cluster column): each gang scheduler as a profile
+# would set it, and for the two that can keep a colocated group on one server themselves, that too.
+GANGS = {
+    "volcano": Gang({"scheduler": "volcano"}),
+    "volcano, groups by Volcano": Gang({"scheduler": "volcano", "colocatedGroups": "scheduler"}),
+    "scheduler-plugins": Gang({"scheduler": "scheduler-plugins", "schedulerName": "coscheduler"}),
+    "kueue": Gang({"scheduler": "kueue", "queue": "training"}),
+    "kubernetes": Gang({"scheduler": "kubernetes"}, WORKLOAD_API_SINCE),
+    "kubernetes, groups by Kubernetes": Gang({"scheduler": "kubernetes", "colocatedGroups": "scheduler"},
+                                             WORKLOAD_API_SINCE),
+}
+NO_GANG = "none"
+
+
+def gang_column(gang: str) -> str:
+    """The key a gang table column's figures are recorded under ("none" is the shared cluster column's)."""
+    return SHARED if gang == NO_GANG else f"gang {gang}"
+
+
 @dataclass
 class Figure:
     good: int = 0
     runs: int = 0
     preemptions: int = 0
     failures: list[str] = field(default_factory=list)  # one line per bad run, naming its order
+    whole: int = 0  # runs where every pod was placed and each job's own layout held, neighbours aside
 
     def add(self, run: place.Run, jobs: tuple[str, ...], what: str) -> None:
         mine = {key: o for key, o in run.jobs.items() if key.split("/")[-1] in jobs}
         self.runs += 1
         self.preemptions += run.preempted  # everything the run preempted: the row's jobs' PS preempt others' workers
+        self.whole += all(o.whole and o.placed == o.tasks for o in mine.values())
         bad = [f"{key}: {o.placed}/{o.tasks} placed" + ("; " + "; ".join(o.broken) if o.broken else "")
                for key, o in sorted(mine.items()) if not (o.holds and o.placed == o.tasks)]
         bad += [f"{key}: broken after the eviction" for key, held in run.after_eviction.items()
@@ -139,9 +174,10 @@ def render(job: str, profile: dict, spread_required: bool = False) -> list[dict]
     return expansion.in_order()
 
 
-def _run(objects: list[dict], profile: dict, nodes: int | None, seed: int, lose: bool, say) -> place.Run:
+def _run(objects: list[dict], profile: dict, nodes: int | None, seed: int, lose: bool, say,
+         kubernetes: str = "") -> place.Run:
     return place.run_order(objects, pipeline.profile_from(profile), nodes, seed, lose,
-                           f"guarantee-{os.getpid()}-{seed}", say)
+                           f"guarantee-{os.getpid()}-{seed}", say, kubernetes=kubernetes)
 
 
 def single_job(row: str, job: str, spare: int) -> tuple[list[dict], dict, int | None]:
@@ -154,13 +190,25 @@ def single_job(row: str, job: str, spare: int) -> tuple[list[dict], dict, int | 
     return render(job, profile, spread_required=row == "spread (required)"), profile, need.servers + spare
 
 
-def shared_cluster(overlay: str, objects: list[dict]) -> tuple[dict, int]:
+def shared_cluster(overlay: str) -> tuple[dict, int]:
     """The overlay's profile, its pools counted as SHARED_NODES says, and the main group's size."""
     profile = yaml.safe_load((REPO / "overlays" / overlay / "cluster-profile.yaml").read_text())
     counts = SHARED_NODES[overlay]
     for pool, spec in profile["spec"].get("nodePools", {}).items():
         spec.setdefault("nodeCount", counts.get(pool, 1))
     return profile, counts[""]
+
+
+def under_gang(profile: dict, intents: list[dict], gang: Gang) -> tuple[dict, list[dict]]:
+    """The shared cluster's profile given `gang`, and the overlay's intents rendered under it."""
+    profile = copy.deepcopy(profile)
+    profile["spec"]["gang"] = dict(gang.settings)
+    if gang.kubernetes:
+        profile["spec"]["kubernetesVersion"] = gang.kubernetes
+    expansion = pipeline.expand([Intent(copy.deepcopy(i)) for i in intents], pipeline.profile_from(profile))
+    errors = [p.format() for p in expansion.problems if p.is_error]
+    assert not errors, "\n".join(errors)
+    return profile, expansion.in_order()
 
 
 def without_priority_classes(objects: list[dict]) -> list[dict]:
@@ -186,8 +234,10 @@ REPLACEMENT_JOBS = 2
 
 def figures(overlays: dict[str, list[dict]], orders: range, rows: tuple[str, ...] = tuple(ROWS),
             columns: tuple[str, ...] = COLUMNS, jobs_per_row: int | None = None,
-            progress: Callable[[str], None] = lambda line: None) -> dict[tuple[str, str], Figure]:
-    """Every asked-for cell: (row, column) -> Figure. `jobs_per_row`: only the first few jobs of a row."""
+            progress: Callable[[str], None] = lambda line: None, gangs: tuple[str, ...] = (),
+            intents: dict[str, list[dict]] | None = None) -> dict[tuple[str, str], Figure]:
+    """Every asked-for cell: (row, column) -> Figure. `jobs_per_row`: only the first few jobs of a row.
+    `gangs`: the gang table's columns too (GANGS' names), the overlays' `intents` rendered under each."""
     quiet = progress
     found: dict[tuple[str, str], Figure] = {}
     for row in rows:
@@ -201,16 +251,23 @@ def figures(overlays: dict[str, list[dict]], orders: range, rows: tuple[str, ...
                 for seed in orders:
                     figure.add(_run(objects, profile, nodes, seed, lose, quiet), (job,), f" ({job})")
             progress(f"{row}, {column}: {figure.good}/{figure.runs}")
-    for column, prepare in ((SHARED, lambda o: o), (SHARED_PLAIN, without_priority_classes)):
-        if column not in columns:
-            continue
+    shared = [c for c in (SHARED, SHARED_PLAIN) if c in columns] + [gang_column(g) for g in gangs]
+    for column in shared:
         for row in rows:
             found[row, column] = Figure()
         for overlay in sorted({o for row in rows for o in SHARED_IN[row]}):
-            profile, nodes = shared_cluster(overlay, overlays[overlay])
-            objects = prepare(overlays[overlay])
+            profile, nodes = shared_cluster(overlay)
+            kubernetes = ""
+            if column == SHARED:
+                objects = overlays[overlay]
+            elif column == SHARED_PLAIN:
+                objects = without_priority_classes(overlays[overlay])
+            else:
+                gang = GANGS[column.removeprefix("gang ")]
+                profile, objects = under_gang(profile, (intents or {})[overlay], gang)
+                kubernetes = gang.kubernetes
             for seed in orders:
-                run = _run(objects, profile, nodes, seed, False, quiet)
+                run = _run(objects, profile, nodes, seed, False, quiet, kubernetes)
                 for row in rows:
                     if overlay in SHARED_IN[row]:
                         found[row, column].add(run, ROWS[row], f" ({overlay})")
@@ -219,19 +276,31 @@ def figures(overlays: dict[str, list[dict]], orders: range, rows: tuple[str, ...
 
 
 def table(found: dict[tuple[str, str], Figure]) -> str:
-    """The Markdown table: per cell, the runs that held of all runs, and the pods preempted."""
-    lines = ["| topology | " + " | ".join(COLUMNS) + " |", "| --- |" + " --- |" * len(COLUMNS)]
+    """The placement table: per cell, the runs that held of all runs, and the pods preempted."""
+    return _markdown(found, {column: column for column in COLUMNS})
+
+
+def gang_table(found: dict[tuple[str, str], Figure]) -> str:
+    """The gang table: the shared cluster column, under each gang scheduler."""
+    return _markdown(found, {gang: gang_column(gang) for gang in (NO_GANG, *GANGS)})
+
+
+def _markdown(found: dict[tuple[str, str], Figure], columns: dict[str, str]) -> str:
+    """Rows of ROWS, columns as headed (heading -> the column the figures are recorded under)."""
+    lines = ["| topology | " + " | ".join(columns) + " |", "| --- |" + " --- |" * len(columns)]
     for row in ROWS:
-        cells = []
-        for column in COLUMNS:
-            figure = found.get((row, column))
-            if not figure or not figure.runs:
-                cells.append("-")
-                continue
-            preempted = f", {figure.preemptions} preempted" if figure.preemptions else ""
-            cells.append(f"{figure.good}/{figure.runs} held{preempted}")
+        cells = [_cell(found.get((row, column))) for column in columns.values()]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(figure: Figure | None) -> str:
+    if not figure or not figure.runs:
+        return "-"
+    cell = f"{figure.good}/{figure.runs} held"
+    if figure.whole > figure.good:  # colocated groups whole, with other jobs' pods beside them
+        cell += f" ({figure.whole} whole, not alone)"
+    return cell + (f", {figure.preemptions} preempted" if figure.preemptions else "")
 
 
 def save(found: dict[tuple[str, str], Figure], path: Path) -> None:

@@ -40,6 +40,7 @@ class JobOutcome:
     broken: list[str] = field(default_factory=list)
     pending: list[tuple[str, str]] = field(default_factory=list)  # (task, the scheduler's reason)
     preemptions: int = 0  # pods of this job the scheduler preempted
+    whole: bool = True  # its own layout holds, other jobs' pods aside (promises.Verdict.whole)
 
 
 @dataclass
@@ -195,7 +196,7 @@ def outcomes(pods: list[dict], node_count: int, preempted: Counter) -> dict[str,
         if task.job and not task.node:
             pending[task.job].append((task.name, promises.pending_reason(pod)))
     return {job: JobOutcome(job, v.topology, v.tasks, v.placed, v.holds, v.broken, sorted(pending[job]),
-                            preempted.get(job, 0))
+                            preempted.get(job, 0), v.whole)
             for job, v in promises.verdicts(pods, node_count).items()}
 
 
