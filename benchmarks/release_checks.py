@@ -109,10 +109,9 @@ def skips(results: dict[str, dict]) -> list[str]:
 
 def controllers(versions: list[str]) -> str:
     from tfjobgen.cluster import tools
-    from tfjobgen.cluster.controllers import jobset
 
     names = ("etcd", "kwok", "training-operator", "kueue", "scheduler-plugins", "volcano")
-    jobsets = {v: jobset.release_for(v) or tools.family_of("jobset-controller").version for v in versions}
+    jobsets = {v: tools.family_for("jobset-controller", v).version for v in versions}
     named = [f"{f.name} {f.version}" for f in tools.families() if f.name in names]
     return ", ".join(named) + "; JobSet " + ", ".join(f"{j} on {v}" for v, j in jobsets.items())
 

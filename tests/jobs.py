@@ -19,7 +19,6 @@ from typing import Any
 import yaml
 from conftest import JOBS
 
-from tfjobgen.expand import pipeline
 from tfjobgen.inputs import source
 from tfjobgen.inputs.intents import Intent
 from tfjobgen.shared import contract

@@ -14,9 +14,8 @@ import re
 import struct
 
 import pytest
-from conftest import JOBS, OVERLAYS, REPO, need, render, run_tfjobgen
+from conftest import JOBS, OVERLAYS, REPO, need, run_tfjobgen
 
-from tfjobgen import backends
 from tfjobgen.concerns import capacity
 from tfjobgen.concerns.workload import RULES_ON_PS, RULES_ON_WORKER, Workload, of_job
 from tfjobgen.expand import pipeline

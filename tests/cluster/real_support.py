@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
 from cluster_support import LocalCluster, local_cluster, need_cluster_tools
 from conftest import JOBS, REPO, crd_dir, need, uses
 

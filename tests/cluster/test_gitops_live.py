@@ -260,7 +260,7 @@ def test_the_appproject_refuses_a_kind_it_does_not_permit_and_a_fix_goes_through
     before = live.tracked()
     with_board = small_job(JOB, workers=3) + "  tensorboard: {enabled: true}\n"
     sha, _ = live.commit(f"{JOB}: a TensorBoard", lambda: live.repo.write_job(JOB, with_board))
-    seen = live.refused(APP, sha, f"resource apps:Deployment is not permitted in project tfjobgen")
+    seen = live.refused(APP, sha, "resource apps:Deployment is not permitted in project tfjobgen")
     assert ("Deployment", TEAM, f"{JOB}-tensorboard", "resource apps:Deployment is not permitted in project tfjobgen") \
         in seen.synced, seen.synced
     assert seen.operation_message.startswith("one or more synchronization tasks are not valid"), seen

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, need
+import yaml
+from conftest import need
 
 from tfjobgen.cluster import tools
 
@@ -54,6 +55,29 @@ def test_a_local_version_is_only_for_a_program_of_our_own():
 
 
 @pytest.mark.slow
+def test_a_cluster_runs_the_newest_release_of_a_family_that_works_with_its_kubernetes(tmp_path, monkeypatch):
+    """needs_kubernetes: the default release when the cluster meets it, else the newest other release that
+    it meets, else TooOld naming what the default needs."""
+    versions = tmp_path / "versions.yaml"
+    versions.write_text(yaml.safe_dump({
+        "ctl": {"module": "example.com/ctl", "version": "v0.12.0", "needs_kubernetes": "1.34", "programs": {"ctl": "x"}},
+        "ctl-0.9": {"module": "example.com/ctl", "version": "v0.9.1", "release_of": "ctl", "needs_kubernetes": "1.31",
+                    "programs": {"ctl": "x"}},
+        "ctl-0.10": {"module": "example.com/ctl", "version": "v0.10.2", "release_of": "ctl", "needs_kubernetes": "1.32",
+                     "programs": {"ctl": "x"}},
+        "sched": {"module": "example.com/sched", "version": "v0.34.7", "needs_kubernetes": "1.34", "programs": {"sched": "x"}},
+    }))
+    monkeypatch.setattr(tools, "VERSIONS_FILE", versions)
+    chosen = {k: tools.family_for("ctl", k).version for k in ("", "v1.37.2", "1.34", "v1.33.1", "1.32", "1.31")}
+    assert chosen == {"": "v0.12.0", "v1.37.2": "v0.12.0", "1.34": "v0.12.0", "v1.33.1": "v0.10.2",
+                      "1.32": "v0.10.2", "1.31": "v0.9.1"}
+    assert tools.family_for("sched", "1.34").version == "v0.34.7"
+    for program, kubernetes in (("ctl", "v1.30.14"), ("sched", "v1.33.0")):
+        with pytest.raises(tools.TooOld) as refused:
+            tools.family_for(program, kubernetes)
+        assert f"needs Kubernetes 1.34 or newer, and this cluster runs {kubernetes}" in str(refused.value)
+
+
 def test_pause_exits_0_when_stopped_and_leaves_no_zombie(tmp_path, monkeypatch):
     """The sandbox's process: a child it inherits and outlives is reaped; SIGHUP does not end it; SIGTERM
     and SIGINT end it with 0."""

@@ -23,7 +23,6 @@ import time
 import urllib.parse
 import urllib.request
 
-import pytest
 import yaml
 from conftest import REPO, need, render, tfjobgen_command, uses
 from runtime_support import JOBS, need_tensorflow, task_env

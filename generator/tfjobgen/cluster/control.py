@@ -129,7 +129,7 @@ def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitop
 
     step("certificates")
     ca = pki.make_ca(files.pki, f"tfjobgen-{name}-ca")
-    serving = pki.issue(ca, files.pki, "apiserver", "kube-apiserver", server=True)
+    pki.issue(ca, files.pki, "apiserver", "kube-apiserver", server=True)  # the API server reads it from files.pki
     admin = pki.issue(ca, files.pki, "admin", "admin", client=True, organization="system:masters")
     pki.signing_key(files.pki, "service-accounts")
     etcd_client, etcd_peer, api_port, kcm_port, scheduler_port = tools_ports = _ports(5)

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..inputs.profile import release
+
 REPO = Path(__file__).resolve().parents[3]
 TOOLS_DIR = REPO / "cluster-tools"
 VERSIONS_FILE = TOOLS_DIR / "versions.yaml"
@@ -29,6 +31,10 @@ LOCAL = "local"  # the version of a family that is a program of ours (its module
 
 class ToolsMissing(Exception):
     """A program the cluster needs was not built; the message says how to build it."""
+
+
+class TooOld(Exception):
+    """No release of a program's family works with the cluster's Kubernetes; the message says what it needs."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +52,11 @@ class Family:
     edits: tuple[tuple[str, str, str], ...] = ()  # (file, old, new): changes to the module's source, compiled in
     release_of: str = ""  # another release of that family's programs, run when a cluster asks for it (--kubernetes)
     on_request: bool = False  # built only when named (`tfjobgen cluster tools NAME`), not by `make cluster-tools`
+    needs_kubernetes: str = ""  # the oldest Kubernetes release its programs work with ("": every supported one)
+
+    def runs_on(self, kubernetes: str) -> bool:
+        """Whether a cluster of that Kubernetes release ("": the default) can run this family's programs."""
+        return not kubernetes or not self.needs_kubernetes or release(kubernetes) >= release(self.needs_kubernetes)
 
     @property
     def release(self) -> str:
@@ -137,6 +148,20 @@ def releases(program: str) -> list[Family]:
     return sorted(found, key=lambda f: (bool(f.release_of), f.version))
 
 
+def family_for(program: str, kubernetes: str) -> Family:
+    """The family whose `program` a cluster of that Kubernetes release runs: the default when the cluster
+    meets its needs_kubernetes, else the newest other release of it that the cluster meets; TooOld when none."""
+    found = releases(program)  # the default first
+    fitting = [f for f in found if f.runs_on(kubernetes)]
+    if not fitting:
+        default = found[0]
+        raise TooOld(f"{default.module} {default.version} needs Kubernetes {default.needs_kubernetes} or newer, "
+                     f"and this cluster runs {kubernetes}")
+    if fitting[0] is found[0]:
+        return fitting[0]
+    return max(fitting, key=lambda f: tuple(int(n) for n in f.version.lstrip("v").split(".")))
+
+
 def program(name: str, release: str = "") -> Path:
     """The built binary `name` (of that release), or ToolsMissing saying how to build it."""
     family = family_of(name, release)
@@ -147,9 +172,9 @@ def program(name: str, release: str = "") -> Path:
     return family.installed_in / name
 
 
-def missing(names: list[str]) -> list[str]:
-    """The programs among `names` that are not built."""
-    return [n for n in names if not family_of(n).is_built()]
+def missing(names: list[str], kubernetes: str = "") -> list[str]:
+    """The programs among `names` that are not built (in the release a cluster of that Kubernetes runs)."""
+    return [n for n in names if not family_for(n, kubernetes).is_built()]
 
 
 # ---- building ----------------------------------------------------------------------------------

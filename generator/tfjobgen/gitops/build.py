@@ -37,7 +37,7 @@ from pathlib import Path
 
 from ..concerns import labels
 from ..expand import emit, pipeline
-from ..inputs import source
+from ..inputs import intents, source
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
 from . import layout
 from .tree import OVERLAYS
@@ -230,8 +230,6 @@ def intents_as_built(root: Path, overlay: str) -> list[dict] | None:
     """The overlay's intents as kustomize hands them to the ClusterProfile transformer, its patches applied:
     one kustomize run with the echo plugin, for a build that did not keep them (Build.intents is None).
     None when kustomize cannot build the overlay (its build's problems say why)."""
-    from ..inputs import intents
-
     with plugin_environment(root, echo=True) as env:
         built = _kustomize(root, root, root / OVERLAYS / overlay, kustomize_command(), env)
     return [obj for obj in built.objects if intents.is_intent(obj)] if built.ok else None

@@ -29,7 +29,7 @@ from ..expand import summary
 from ..inputs import intents, source
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
 from . import build, markdown, object_meta, policy, tree
-from .changes import Cluster, JobChange, Report, compare
+from .changes import Cluster, Report, compare
 from .sides import Side, affected_files, intent_problems, load_side, namespace_moves
 
 

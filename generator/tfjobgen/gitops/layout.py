@@ -29,7 +29,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..expand import emit, pipeline
+from ..expand import emit
 from ..inputs import intents, source
 from ..inputs.problems import InvalidInput
 

@@ -20,9 +20,6 @@ from . import Context, load_yaml_files, wait_healthy
 
 NAME = "scheduler-plugins"
 PROGRAMS = ["coscheduler", "coscheduling-controller"]
-# Its scheduler is kube-scheduler 1.34's, which lists resource.k8s.io/v1 (DRA, GA in 1.34) before it schedules
-# anything: on an older API server it waits for good ("could not find the requested resource"; seen on 1.30).
-NEEDS_KUBERNETES = (1, 34)
 PERMIT_WAITING_SECONDS = 60  # the module's default, for a PodGroup that sets no scheduleTimeoutSeconds
 POD_GROUP_BACKOFF_SECONDS = 5  # after a group is rejected, before its pods are tried again
 # A pod the plugin's PreFilter refused (its group does not fit) is tried again only on the events the

@@ -50,7 +50,7 @@ def arguments(profile: ClusterProfile, *, kubeconfig: Path, certificates: Path, 
         str(tools.program("training-operator")),
         f"--kubeconfig={kubeconfig}",
         "--enable-scheme=tfjob",
-        f"--webhook-host=127.0.0.1", f"--webhook-server-port={webhook_port}", f"--webhook-cert-dir={certificates}",
+        "--webhook-host=127.0.0.1", f"--webhook-server-port={webhook_port}", f"--webhook-cert-dir={certificates}",
         f"--health-probe-bind-address=127.0.0.1:{health_port}",
         f"--metrics-bind-address=127.0.0.1:{metrics_port}",
         # Its default of 20 requests a second makes a 100-node job's pods and Services wait in line.
