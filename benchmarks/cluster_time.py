@@ -112,6 +112,7 @@ def row(label: str, values: list[float]) -> str:
 
 
 def main() -> int:
+    owned.unwind_on_sigterm()  # killed, it still stops the clusters it started
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--nodes", type=int, default=100)

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import yaml
 from gang_time import REPO, Cluster, expected_pods, profile_file, render, until_running  # noqa: E402
-
 from tfjobgen.inputs.profile import WORKLOAD_API_SINCE
+from tfjobgen.kit import owned
 
 OTHERS = ["wide-deep", "ctr-jobset"]
 COLOCATED = "scene1-case2"
@@ -107,6 +107,7 @@ def run(way: str, nodes: int, folder: Path, timeout: float, index: int) -> dict:
 
 
 def main() -> None:
+    owned.unwind_on_sigterm()  # killed, it still stops the clusters it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=12)
     parser.add_argument("--runs", type=int, default=3)

@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 from tfjobgen.cluster import api
 from tfjobgen.inputs.profile import WORKLOAD_API_SINCE
+from tfjobgen.kit import owned
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 JOBS = ["ctr-jobset", "deeprec-starserver", "scene2-case1", "scene2-case2", "scene2-case3", "wide-deep"]
@@ -132,6 +133,7 @@ def until_running(cluster: Cluster, wanted: dict[str, int], began: float, timeou
 
 
 def main() -> None:
+    owned.unwind_on_sigterm()  # killed, it still stops the clusters it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--gang", nargs="+", default=list(GANGS), choices=GANGS)

@@ -32,10 +32,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the TF_CONFIG oracle the tests hold TensorFlow to
 
 import tf_resolver  # noqa: E402
-
 from tfjobgen import backends
 from tfjobgen.cluster import api
 from tfjobgen.cluster.measure import conformance
+from tfjobgen.kit import owned
 
 BACKENDS = ("native", "jobset", "tfjob")
 PROFILES = ("seed-80c", "prod-96c")
@@ -91,6 +91,7 @@ def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str, g
 
 
 def main() -> int:
+    owned.unwind_on_sigterm()  # killed, it still stops the clusters it started
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", nargs="+", default=list(PROFILES), choices=PROFILES)
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)

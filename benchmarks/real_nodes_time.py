@@ -33,7 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 from tfjobgen.cluster import api, home  # noqa: E402
 from tfjobgen.cluster.measure import conformance  # noqa: E402
-from tfjobgen.cluster.nodes import node as real_node, teardown  # noqa: E402
+from tfjobgen.cluster.nodes import node as real_node  # noqa: E402
+from tfjobgen.cluster.nodes import teardown
+from tfjobgen.kit import owned  # noqa: E402
 
 PROFILE = REPO / "tests" / "nodes" / "profiles" / "real-nodes.yaml"
 JOB = REPO / "tests" / "nodes" / "jobs" / "tiny.yaml"
@@ -117,6 +119,7 @@ def run_local_speed() -> float:
 
 
 def main() -> int:
+    owned.unwind_on_sigterm()  # killed, it still stops the clusters it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()

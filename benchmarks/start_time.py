@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from real_controllers import REPO, profile_file, tfjobgen
-
 from tfjobgen.cluster import api
 from tfjobgen.cluster.measure import conformance
+from tfjobgen.kit import owned
 
 BACKENDS = ("native", "jobset", "tfjob")
 
@@ -45,6 +45,7 @@ def one_start(objects: api.Objects, job: Path, profile: str, backend: str, names
 
 
 def main() -> int:
+    owned.unwind_on_sigterm()  # killed, it still stops the clusters it started
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--job", default="scene2-case4", help="a job of jobs/ (default: 20 PS + 200 workers)")
     parser.add_argument("--profile", default="seed-80c", choices=("seed-80c", "prod-96c"))

@@ -26,6 +26,7 @@ from tfjobgen.cluster.measure import guarantees, place
 from tfjobgen.expand import pipeline
 from tfjobgen.gitops.build import build_overlays, intents_as_built
 from tfjobgen.gitops.tree import overlay_names
+from tfjobgen.kit import owned
 
 DESIGN = REPO / "docs" / "design.md"
 RUNS = REPO / "docs" / "placement-runs.json"
@@ -131,6 +132,7 @@ def draw_picture() -> None:
 
 
 def main() -> None:
+    owned.unwind_on_sigterm()  # killed, it still stops the clusters it started
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--picture", action="store_true", help="draw docs/placement.svg only")
     parser.add_argument("--orders", type=int, default=2, help="creation orders per job and cell (default 2)")

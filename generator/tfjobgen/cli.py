@@ -162,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return krm.main(argv[1:])
     args = _parser().parse_args(argv)
+    from .kit import owned
+
+    owned.unwind_on_sigterm()  # a killed command still stops its clusters, tasks and containers
     try:
         code = args.run(args)
         sys.stdout.flush()  # a full disk or a closed pipe is met here, not at exit
@@ -174,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+    except owned.Terminated:
+        return 143
     except KeyboardInterrupt:
         return 130
     except OSError as err:

@@ -6,6 +6,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from cluster_support import (
     SESSION_HOME,
     UP_DEADLINE,
@@ -109,10 +111,11 @@ def test_a_kubernetes_release_it_does_not_have_or_older_than_the_profile_gets_on
     assert not (SESSION_HOME / "unknown-release").exists() and not (SESSION_HOME / "older-release").exists()
 
 
-def test_up_returns_holding_nothing_and_ctrl_c_during_up_leaves_nothing():
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_up_returns_holding_nothing_and_ctrl_c_or_sigterm_during_up_leaves_nothing(stop):
     need_cluster_tools()
     # Interrupted once the API server is starting: everything started so far is stopped, the folder removed.
-    name = "interrupted"
+    name = f"interrupted-{stop.name.lower()}"
     # As from a terminal (a suite started in the background has SIGINT ignored, and its children with it).
     process = subprocess.Popen(tfjobgen_command() + ["cluster", "up", "--name", name, "--nodes", "1"], cwd=REPO,
                                env=cluster_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -120,9 +123,9 @@ def test_up_returns_holding_nothing_and_ctrl_c_during_up_leaves_nothing():
     deadline = time.monotonic() + 60
     while not (SESSION_HOME / name / "logs" / "kube-apiserver.log").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(stop)
     _, stderr = process.communicate(timeout=60)
-    assert process.returncode != 0 and "Traceback" not in stderr, stderr
+    assert process.returncode == 128 + stop and "Traceback" not in stderr, (process.returncode, stderr)
     assert leftovers(SESSION_HOME / name) == [] and not (SESSION_HOME / name).exists()
 
 

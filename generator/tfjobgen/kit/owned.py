@@ -12,6 +12,20 @@ import signal
 import socket
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main thread is, as Ctrl-C is: every finally and cleanup on the way out runs."""
+
+
+def unwind_on_sigterm() -> None:
+    """From now on SIGTERM raises Terminated, unless this process was told to ignore it (that is kept)."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated
+
+
 def free_ports(count: int) -> list[int]:
     """`count` distinct ports on 127.0.0.1 that were free a moment ago (callers retry on a clash)."""
     sockets = []

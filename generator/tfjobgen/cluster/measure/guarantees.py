@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import statistics
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -138,12 +139,14 @@ class Figure:
     preemptions: int = 0
     failures: list[str] = field(default_factory=list)  # one line per bad run, naming its order
     whole: int = 0  # runs where every pod was placed and each job's own layout held, neighbours aside
+    seconds: list[float] = field(default_factory=list)  # each run's, from the first object created to settled
 
     def add(self, run: place.Run, jobs: tuple[str, ...], what: str) -> None:
         mine = {key: o for key, o in run.jobs.items() if key.split("/")[-1] in jobs}
         self.runs += 1
         self.preemptions += run.preempted  # everything the run preempted: the row's jobs' PS preempt others' workers
         self.whole += all(o.whole and o.placed == o.tasks for o in mine.values())
+        self.seconds.append(round(run.seconds, 1))
         bad = [f"{key}: {o.placed}/{o.tasks} placed" + ("; " + "; ".join(o.broken) if o.broken else "")
                for key, o in sorted(mine.items()) if not (o.holds and o.placed == o.tasks)]
         bad += [f"{key}: broken after the eviction" for key, held in run.after_eviction.items()
@@ -277,30 +280,31 @@ def figures(overlays: dict[str, list[dict]], orders: range, rows: tuple[str, ...
 
 def table(found: dict[tuple[str, str], Figure]) -> str:
     """The placement table: per cell, the runs that held of all runs, and the pods preempted."""
-    return _markdown(found, {column: column for column in COLUMNS})
+    return _markdown(found, {column: column for column in COLUMNS}, timed=False)
 
 
 def gang_table(found: dict[tuple[str, str], Figure]) -> str:
-    """The gang table: the shared cluster column, under each gang scheduler."""
-    return _markdown(found, {gang: gang_column(gang) for gang in (NO_GANG, *GANGS)})
+    """The gang table: the shared cluster column, under each gang scheduler, with the median time to settle."""
+    return _markdown(found, {gang: gang_column(gang) for gang in (NO_GANG, *GANGS)}, timed=True)
 
 
-def _markdown(found: dict[tuple[str, str], Figure], columns: dict[str, str]) -> str:
+def _markdown(found: dict[tuple[str, str], Figure], columns: dict[str, str], timed: bool) -> str:
     """Rows of ROWS, columns as headed (heading -> the column the figures are recorded under)."""
     lines = ["| topology | " + " | ".join(columns) + " |", "| --- |" + " --- |" * len(columns)]
     for row in ROWS:
-        cells = [_cell(found.get((row, column))) for column in columns.values()]
+        cells = [_cell(found.get((row, column)), timed) for column in columns.values()]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def _cell(figure: Figure | None) -> str:
+def _cell(figure: Figure | None, timed: bool) -> str:
     if not figure or not figure.runs:
         return "-"
     cell = f"{figure.good}/{figure.runs} held"
     if figure.whole > figure.good:  # colocated groups whole, with other jobs' pods beside them
         cell += f" ({figure.whole} whole, not alone)"
-    return cell + (f", {figure.preemptions} preempted" if figure.preemptions else "")
+    cell += f", {figure.preemptions} preempted" if figure.preemptions else ""
+    return cell + (f", {statistics.median(figure.seconds):.0f} s" if timed and figure.seconds else "")
 
 
 def save(found: dict[tuple[str, str], Figure], path: Path) -> None:
