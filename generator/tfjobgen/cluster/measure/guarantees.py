@@ -76,7 +76,11 @@ COLUMNS = (ARRIVAL, REPLACEMENT, SHARED, SHARED_PLAIN)
 # The overlays whose shared cluster each row is measured in (prod-96c gives isolated jobs pools).
 SHARED_IN = {"colocated": ("seed-80c", "prod-96c"), "isolated": ("seed-80c",),
              "isolated, with pools": ("prod-96c",), "spread (preferred)": ("seed-80c", "prod-96c"),
-             "spread (required)": ()}
+             "spread (required)": ("seed-80c", "prod-96c")}
+# No job of the overlays asks for spread: required, so their shared clusters get wide-deep once more, under
+# this name and with spread: required: every row then has a shared figure.
+SPREAD_REQUIRED_JOB = "wide-deep-required"
+SHARED_JOBS = {**ROWS, "spread (required)": (SPREAD_REQUIRED_JOB,)}  # row -> its jobs on a shared cluster
 
 SEED_PROFILE = {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "seed-shape"},
                 "spec": {"node": {"cpu": 80, "memory": "256Gi"}}}
@@ -98,10 +102,10 @@ def pools_profile(need: Need, spare: int) -> dict:
 
 
 # Shared clusters: sized as the sum of what each job needs alone, so every job fits however the
-# others land. prod-96c: 96-core nodes hold one colocated group each; wide-deep fits on 5,
+# others land. prod-96c: 96-core nodes hold one colocated group each; wide-deep (twice) fits on 5,
 # ctr-jobset on 3; isolated PS go to ps-highmem (64 cores), their workers to cpu-workers.
-SHARED_NODES = {"seed-80c": {"": sum(n.servers for n in NEEDS.values()) + 3},
-                "prod-96c": {"": 1 + 5 + 10 + 20 + 5 + 3, "ps-highmem": 1 + 5 + 10 + 20 + 10,
+SHARED_NODES = {"seed-80c": {"": sum(n.servers for n in NEEDS.values()) + NEEDS["wide-deep"].servers + 3},
+                "prod-96c": {"": 1 + 5 + 10 + 20 + 5 + 5 + 3, "ps-highmem": 1 + 5 + 10 + 20 + 10,
                              "cpu-workers": 1 + 4 + 8 + 16 + 7}}
 
 
@@ -125,11 +129,12 @@ GANGS = {
                                              WORKLOAD_API_SINCE),
 }
 NO_GANG = "none"
+GANG_PREFIX = "gang "
 
 
 def gang_column(gang: str) -> str:
     """The key a gang table column's figures are recorded under ("none" is the shared cluster column's)."""
-    return SHARED if gang == NO_GANG else f"gang {gang}"
+    return SHARED if gang == NO_GANG else GANG_PREFIX + gang
 
 
 @dataclass
@@ -160,13 +165,14 @@ class Figure:
             self.good += 1
 
 
-def render(job: str, profile: dict, spread_required: bool = False) -> list[dict]:
-    """The objects jobs/<job> becomes under `profile` (in-process, as kustomize would)."""
+def render(job: str, profile: dict, spread_required: bool = False, name: str = "") -> list[dict]:
+    """The objects jobs/<job> becomes under `profile` (in-process, as kustomize would), named `name` if given."""
     path = JOBS / FILES.get(job, f"{job}.yaml")
     data = yaml.safe_load(path.read_text())
     if spread_required:
-        data = copy.deepcopy(data)
         data["spec"].setdefault("topology", {})["spread"] = "required"
+    if name:
+        data["metadata"]["name"] = name
     with tempfile.TemporaryDirectory() as folder:
         job_file = Path(folder) / path.name
         job_file.write_text(yaml.safe_dump(data))
@@ -200,6 +206,22 @@ def shared_cluster(overlay: str) -> tuple[dict, int]:
     for pool, spec in profile["spec"].get("nodePools", {}).items():
         spec.setdefault("nodeCount", counts.get(pool, 1))
     return profile, counts[""]
+
+
+def shared_case(column: str, overlay: str, overlays: dict[str, list[dict]],
+                intents: dict[str, list[dict]]) -> tuple[dict, int, list[dict], str]:
+    """A shared column's cluster for an overlay: its profile, main-group size, the objects created on it
+    (the overlay's jobs and SPREAD_REQUIRED_JOB) and its Kubernetes release ("": the default)."""
+    profile, nodes = shared_cluster(overlay)
+    gang = GANGS.get(column.removeprefix(GANG_PREFIX)) if column.startswith(GANG_PREFIX) else None
+    if gang:
+        profile, objects = under_gang(profile, intents[overlay], gang)
+    else:
+        objects = overlays[overlay]
+    objects = objects + render("wide-deep", profile, spread_required=True, name=SPREAD_REQUIRED_JOB)
+    if column == SHARED_PLAIN:
+        objects = without_priority_classes(objects)
+    return profile, nodes, objects, gang.kubernetes if gang else ""
 
 
 def under_gang(profile: dict, intents: list[dict], gang: Gang) -> tuple[dict, list[dict]]:
@@ -259,21 +281,12 @@ def figures(overlays: dict[str, list[dict]], orders: range, rows: tuple[str, ...
         for row in rows:
             found[row, column] = Figure()
         for overlay in sorted({o for row in rows for o in SHARED_IN[row]}):
-            profile, nodes = shared_cluster(overlay)
-            kubernetes = ""
-            if column == SHARED:
-                objects = overlays[overlay]
-            elif column == SHARED_PLAIN:
-                objects = without_priority_classes(overlays[overlay])
-            else:
-                gang = GANGS[column.removeprefix("gang ")]
-                profile, objects = under_gang(profile, (intents or {})[overlay], gang)
-                kubernetes = gang.kubernetes
+            profile, nodes, objects, kubernetes = shared_case(column, overlay, overlays, intents or {})
             for seed in orders:
                 run = _run(objects, profile, nodes, seed, False, quiet, kubernetes)
                 for row in rows:
                     if overlay in SHARED_IN[row]:
-                        found[row, column].add(run, ROWS[row], f" ({overlay})")
+                        found[row, column].add(run, SHARED_JOBS[row], f" ({overlay})")
             progress(f"{column}, {overlay}: {len(orders)} orders")
     return found
 
