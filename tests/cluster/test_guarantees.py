@@ -12,10 +12,10 @@ import re
 import xml.etree.ElementTree as ElementTree
 
 import pytest
+import yaml
 from cluster_support import need_cluster_tools
 from conftest import REPO
-
-from tfjobgen.cluster.measure import guarantees
+from tfjobgen.cluster.measure import guarantees, place
 
 DESIGN = REPO / "docs" / "design.md"
 RUNS = REPO / "docs" / "placement-runs.json"
@@ -77,3 +77,15 @@ def test_the_picture_shows_layouts_that_hold():
             assert len(ps) == 1, titles
         else:
             assert len(workers) == 10, titles
+
+
+def test_a_profile_that_queues_with_kueue_gets_its_jobs_placed():
+    """Kueue admits nothing from a namespace without the profile's LocalQueue: `place` (and so the gang
+    table's kueue column) creates it beside each namespace, and the jobs Kueue held suspended are placed."""
+    need_cluster_tools("kueue")
+    intent = yaml.safe_load((REPO / "jobs" / "wide-deep.yaml").read_text())
+    profile, objects = guarantees.under_gang(guarantees.shared_cluster("seed-80c")[0], [intent],
+                                             guarantees.GANGS["kueue"])
+    run = guarantees._run(objects, profile, 4, 3, False, lambda line: None)
+    [outcome] = run.jobs.values()
+    assert outcome.placed == outcome.tasks > 0 and outcome.holds, place.details([run])

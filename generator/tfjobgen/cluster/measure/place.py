@@ -23,6 +23,7 @@ from ...concerns import promises
 from ...inputs.intents import Intent
 from ...inputs.profile import ClusterProfile
 from .. import api, control
+from ..controllers import kueue
 
 QUIET_SECONDS = 2.0  # nothing moved for this long: the scheduler is done with what it can place
 STUCK_SECONDS = 30.0  # a preemption that has not moved for this long is reported, not waited for
@@ -78,17 +79,19 @@ def run_order(objects: list[dict], profile: ClusterProfile, nodes: int | None, s
     state = control.up(profile, nodes, name, lambda line: None, say, kubernetes=kubernetes)
     try:
         client = api.Objects(api.connect(str(state.kubeconfig)))
-        return _place(client, objects, seed, lose_node, state.nodes, say)
+        return _place(client, objects, seed, lose_node, state.nodes, say, profile)
     finally:
         control.down(name)
 
 
-def _place(client: api.Objects, objects: list[dict], seed: int, lose_node: bool, node_count: int, say) -> Run:
+def _place(client: api.Objects, objects: list[dict], seed: int, lose_node: bool, node_count: int, say,
+           profile: ClusterProfile) -> Run:
     expected = _expected_pods(objects)
     namespaces = sorted({o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")})
     for namespace in namespaces:
         client.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {
             "name": namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
+        kueue.open_queue(client, profile, namespace)
     rng = random.Random(seed)
     known = [o for o in objects if client.has_kind(o["apiVersion"], o["kind"])]
     skipped = sorted({f"{o['apiVersion']} {o['kind']}" for o in objects if o not in known})
