@@ -1,4 +1,5 @@
-"""Ports and processes tfjobgen takes on this machine, and finding what it left behind.
+"""Ports and processes tfjobgen takes on this machine, finding what it left behind, and SIGTERM made a
+way out that runs every cleanup.
 
 run-local's tasks and a local cluster's components are started with a marker variable in their
 environment (its value names the run or the cluster); a sweep of /proc finds every process that
