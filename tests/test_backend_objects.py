@@ -525,7 +525,7 @@ def test_tfjob_warns_of_permanent_exit_codes_the_operator_retries():
     assert warning.severity == "warning" and "137 cannot fail the job" in warning.message
 
 
-# ---- what completes a job (seen on JobSet v0.10.1 and the operator v1.9.4: tests/cluster/test_lifecycle_real.py) ----
+# ---- what completes a job (seen on the real JobSet controller and the operator: tests/cluster/test_lifecycle_real.py) ----
 
 def test_what_completes_a_jobset_or_tfjob_and_so_ends_every_other_task():
     def completed_by(job: str, backend: str) -> tuple[str, ...]:

@@ -24,9 +24,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cluster_support import RELEASE
 from conftest import REPO
 from real_support import Cell, Clusters
 
+from tfjobgen.cluster import tools
 from tfjobgen.cluster.measure import conformance
 
 STATUSES = REPO / "tests" / "gitops" / "statuses"
@@ -34,7 +36,9 @@ UPDATE = os.environ.get("UPDATE_STATUSES") == "1"
 RECORDED_AS = "ml-training"  # the namespace the recorded messages name (jobs/ctr-jobset.yaml's own)
 KINDS = {"jobset": ("jobset.x-k8s.io/v1alpha2", "JobSet"), "tfjob": ("kubeflow.org/v1", "TFJob")}
 DONE = {"jobset": "Completed", "tfjob": "Succeeded"}  # the condition each writes when the job succeeded
-VERSIONS = {"jobset": "JobSet v0.10.1", "tfjob": "the training-operator v1.9.4"}
+# Who writes the statuses: the releases a cluster of this run's Kubernetes runs (cluster-tools/versions.yaml).
+VERSIONS = {"jobset": f"JobSet {tools.family_for('jobset-controller', RELEASE).version}",
+            "tfjob": f"the training-operator {tools.family_of('training-operator').version}"}
 SCENARIOS = [("chief-succeeds", "ctr-jobset", False), ("worker-0-succeeds", "scene2-case1", False),
              ("permanent-exit", "ctr-jobset", False), ("evicted", "ctr-jobset", False),
              ("suspended", "ctr-jobset", True)]

@@ -1,7 +1,7 @@
 """Argo CD's view of the JobSet and TFJob tfjobgen generates: the health scripts of argocd/argocd-cm-patch.yaml
 run (in the real Lua of test_health_lua.py) on the generated objects, with the statuses the real controllers wrote.
 
-The statuses are recorded from JobSet v0.10.1 and the training-operator v1.9.4 on a local cluster, at
+The statuses are recorded from JobSet v0.12.0 and the training-operator v1.9.4 on a local cluster, at
 each point of a job's life (tests/gitops/statuses/; tests/cluster/test_lifecycle_real.py checks they
 still hold and records them anew with UPDATE_STATUSES=1). Kueue holds a job it has not admitted by
 setting spec.suspend (on the JobSet, on the TFJob's runPolicy): Argo CD must show it Suspended.
