@@ -78,8 +78,8 @@ class _Lines:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            self.sock.settimeout(left)
             try:
+                self.sock.settimeout(left)  # EBADF too, when the chief's shutdown closed the socket meanwhile
                 chunk = self.sock.recv(4096)
             except socket.timeout:
                 return None
