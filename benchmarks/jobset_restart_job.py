@@ -35,13 +35,13 @@ from gang_time import REPO, Cluster  # noqa: E402
 
 from tfjobgen.cluster import api, home, processes
 from tfjobgen.cluster.measure import conformance
+from tfjobgen.cluster.plane import stages
 from tfjobgen.concerns import promises
 from tfjobgen.kit import owned
 
 PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 JOB = REPO / "jobs" / "ctr-jobset.yaml"
 NAMESPACE = "restart-job"
-FAIL_LABEL = "pod-container-running-failed.stage.kwok.x-k8s.io"  # KWOK's chaos stage (cluster/plane/kwok.yaml)
 PERMANENT_EXIT = 3
 
 
@@ -118,10 +118,7 @@ def main() -> int:
                 worker = next(p for p in cluster.objects.list("v1", "Pod", NAMESPACE)
                               if promises.task_of(p).name == "worker:1" and p["status"].get("phase") == "Running")
                 failed_at = time.monotonic()
-                cluster.objects.patch("v1", "Pod", worker["metadata"]["name"], {"metadata": {
-                    "labels": {FAIL_LABEL: "true"},
-                    "annotations": {f"{FAIL_LABEL}/exit-code": str(PERMANENT_EXIT), f"{FAIL_LABEL}/delay": "0",
-                                    f"{FAIL_LABEL}/jitter-delay": "0"}}}, NAMESPACE)
+                stages.fail_pod(cluster.objects, NAMESPACE, worker["metadata"]["name"], PERMANENT_EXIT)
 
                 def settled() -> bool:
                     status = jobset_status(cluster.objects, name)

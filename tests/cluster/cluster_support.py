@@ -25,12 +25,10 @@ from pathlib import Path
 from conftest import REPO, need, tfjobgen_command, uses
 
 from tfjobgen.cluster import api, control, home, processes, tools
+from tfjobgen.cluster.plane import stages
 
 SESSION_HOME = Path(os.environ[home.HOME_ENV])  # this session's folder (conftest.py)
 _names = itertools.count()
-FAIL_LABEL = "pod-container-running-failed.stage.kwok.x-k8s.io"
-SUCCEED_LABEL = "tfjobgen.dev/succeed"
-LOSE_NODE_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
 UP_DEADLINE = 120
 # The Kubernetes release every local_cluster runs (`cluster up --kubernetes`): benchmarks/release_checks.py
 # runs the tier's checks on each release this way. Unset: the default release.
@@ -109,13 +107,10 @@ class LocalCluster:
 
     def fail_pod(self, namespace: str, pod: str, exit_code: int, reason: str = "Error") -> None:
         """End a running pod's container with `exit_code`, through KWOK's chaos stage."""
-        self.objects.patch("v1", "Pod", pod, {"metadata": {
-            "labels": {FAIL_LABEL: "true"},
-            "annotations": {f"{FAIL_LABEL}/exit-code": str(exit_code), f"{FAIL_LABEL}/reason": reason,
-                            f"{FAIL_LABEL}/delay": "0", f"{FAIL_LABEL}/jitter-delay": "0"}}}, namespace)
+        stages.fail_pod(self.objects, namespace, pod, exit_code, reason)
 
     def succeed_pod(self, namespace: str, pod: str) -> None:
-        self.objects.patch("v1", "Pod", pod, {"metadata": {"labels": {SUCCEED_LABEL: "true"}}}, namespace)
+        stages.succeed_pod(self.objects, namespace, pod)
 
     def evict_pod(self, namespace: str, pod: str) -> None:
         """The Eviction API, as `kubectl drain` uses it: the pod gets a DisruptionTarget condition."""
@@ -125,7 +120,7 @@ class LocalCluster:
 
     def lose_node(self, node: str) -> None:
         """The server is lost: NotReady, tainted by the node lifecycle controller, its pods evicted."""
-        self.objects.patch("v1", "Node", node, {"metadata": {"labels": {LOSE_NODE_LABEL: "true"}}})
+        stages.lose_node(self.objects, node)
 
 
 def leftovers(cluster_home: Path) -> list[int]:

@@ -24,11 +24,11 @@ from ...inputs.intents import Intent
 from ...inputs.profile import ClusterProfile
 from .. import api, control
 from ..controllers import kueue
+from ..plane import stages
 
 QUIET_SECONDS = 2.0  # nothing moved for this long: the scheduler is done with what it can place
 STUCK_SECONDS = 30.0  # a preemption that has not moved for this long is reported, not waited for
 SETTLE_TIMEOUT = 180.0
-LOST_NODE_LABEL = "node-not-ready.stage.kwok.x-k8s.io"
 
 
 @dataclass
@@ -115,7 +115,7 @@ def _place(client: api.Objects, objects: list[dict], seed: int, lose_node: bool,
         servers = sorted({p["spec"]["nodeName"] for p in promises.live(pods)
                           if promises.task_of(p).job and p["spec"].get("nodeName")})
         run.lost_node = rng.choice(servers)
-        client.patch("v1", "Node", run.lost_node, {"metadata": {"labels": {LOST_NODE_LABEL: "true"}}})
+        stages.lose_node(client, run.lost_node)
         pods = settle(client, namespaces, expected, seen, lost=run.lost_node, say=say)
         node_count -= 1
     run.seconds = time.monotonic() - begun

@@ -6,6 +6,7 @@ and KWOK's nodes, each a local process on 127.0.0.1.
     pki         one CA, and every certificate and key the cluster uses
     podnet      the API server's way to pods (`python -m tfjobgen.cluster.plane.podnet`)
     kwok.yaml   KWOK's stages: how a node and a pod of no process move through their lives
+    stages      the labels that move a KWOK pod or node on: fail or end a pod, lose a node
 
 control.py starts them in order; this face imports nothing.
 """
