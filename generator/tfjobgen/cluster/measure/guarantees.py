@@ -129,12 +129,11 @@ GANGS = {
                                              WORKLOAD_API_SINCE),
 }
 NO_GANG = "none"
-GANG_PREFIX = "gang "
 
 
 def gang_column(gang: str) -> str:
     """The key a gang table column's figures are recorded under ("none" is the shared cluster column's)."""
-    return SHARED if gang == NO_GANG else GANG_PREFIX + gang
+    return SHARED if gang == NO_GANG else f"gang {gang}"
 
 
 @dataclass
@@ -208,12 +207,12 @@ def shared_cluster(overlay: str) -> tuple[dict, int]:
     return profile, counts[""]
 
 
-def shared_case(column: str, overlay: str, overlays: dict[str, list[dict]],
+def shared_case(column: str, gang: Gang | None, overlay: str, overlays: dict[str, list[dict]],
                 intents: dict[str, list[dict]]) -> tuple[dict, int, list[dict], str]:
-    """A shared column's cluster for an overlay: its profile, main-group size, the objects created on it
-    (the overlay's jobs and SPREAD_REQUIRED_JOB) and its Kubernetes release ("": the default)."""
+    """A shared column's cluster for an overlay (under `gang`, for a gang table column): its profile,
+    main-group size, the objects created on it (the overlay's jobs and SPREAD_REQUIRED_JOB) and its
+    Kubernetes release ("": the default)."""
     profile, nodes = shared_cluster(overlay)
-    gang = GANGS.get(column.removeprefix(GANG_PREFIX)) if column.startswith(GANG_PREFIX) else None
     if gang:
         profile, objects = under_gang(profile, intents[overlay], gang)
     else:
@@ -276,12 +275,12 @@ def figures(overlays: dict[str, list[dict]], orders: range, rows: tuple[str, ...
                 for seed in orders:
                     figure.add(_run(objects, profile, nodes, seed, lose, quiet), (job,), f" ({job})")
             progress(f"{row}, {column}: {figure.good}/{figure.runs}")
-    shared = [c for c in (SHARED, SHARED_PLAIN) if c in columns] + [gang_column(g) for g in gangs]
-    for column in shared:
+    shared = [(c, None) for c in (SHARED, SHARED_PLAIN) if c in columns] + [(gang_column(g), GANGS[g]) for g in gangs]
+    for column, gang in shared:
         for row in rows:
             found[row, column] = Figure()
         for overlay in sorted({o for row in rows for o in SHARED_IN[row]}):
-            profile, nodes, objects, kubernetes = shared_case(column, overlay, overlays, intents or {})
+            profile, nodes, objects, kubernetes = shared_case(column, gang, overlay, overlays, intents or {})
             for seed in orders:
                 run = _run(objects, profile, nodes, seed, False, quiet, kubernetes)
                 for row in rows:
