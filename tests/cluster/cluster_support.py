@@ -181,8 +181,9 @@ def node_objects(count: int, cpu: int = 80, memory: str = "256Gi", prefix: str =
 
 
 # How long emptying the cluster may take before the pods left are forced out. Normally every pod is
-# gone in about 6 s; once, in CI, some stayed for over 4 minutes, for a reason not found since (the
-# warning reshape gives then records what state they were in).
+# gone in about 6 s. In CI, pods bound to a node KWOK was ignoring stayed for minutes: a node made
+# again under an old name, before the old node's lease was gone (reshape now waits for that). The
+# warning reshape gives records what state any pod left was in.
 EMPTY_GRACE = 45
 
 
@@ -215,14 +216,33 @@ def reshape(cluster: LocalCluster, nodes: list[dict]) -> None:
         cluster.wait(lambda: len(objects.list("v1", "Namespace")) <= 4, "namespaces gone", timeout=120)
     except TimeoutError as err:
         raise TimeoutError(f"{err}: {_namespaces_summary(objects)}") from None
-    for node in objects.list("v1", "Node"):
-        objects.delete("v1", "Node", node["metadata"]["name"])
+    removed = {n["metadata"]["name"] for n in objects.list("v1", "Node")}
+    for name in sorted(removed):
+        objects.delete("v1", "Node", name)
+    # A node's lease is owned by the node. If a new node of the same name came before the garbage
+    # collector removed the old node's lease, KWOK would renew that lease, lose it to the collector,
+    # and ignore the new node's pods until it made a lease again (seen in CI: a pod never started).
+    cluster.wait(lambda: not removed & {lease["metadata"]["name"] for lease in node_leases(objects)},
+                 "the removed nodes' leases gone", timeout=60)
     for node in nodes:
         objects.create(node)
     names = {n["metadata"]["name"] for n in nodes}
-    cluster.wait(lambda: names == {n["metadata"]["name"] for n in objects.list("v1", "Node")
-                                   if any(c["type"] == "Ready" and c["status"] == "True"
-                                          for c in n.get("status", {}).get("conditions", []))}, "nodes Ready")
+    cluster.wait(lambda: names == _held_ready_nodes(objects), "nodes Ready, each holding its own lease")
+
+
+def node_leases(objects) -> list[dict]:
+    """The nodes' leases (KWOK holds one per node it runs, as a kubelet does)."""
+    return objects.list("coordination.k8s.io/v1", "Lease", "kube-node-lease")
+
+
+def _held_ready_nodes(objects) -> set[str]:
+    """The nodes that are Ready and hold a lease owned by no other node (KWOK sets the owner on a later
+    renewal when it did not know the node's UID yet): only then does KWOK start the pods bound to them."""
+    owners = {lease["metadata"]["name"]: {o["uid"] for o in lease["metadata"].get("ownerReferences") or []}
+              for lease in node_leases(objects) if lease["spec"].get("holderIdentity")}
+    return {n["metadata"]["name"] for n in objects.list("v1", "Node")
+            if owners.get(n["metadata"]["name"], {"none"}) <= {n["metadata"]["uid"]}
+            and any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))}
 
 
 def _pod_summary(pod: dict) -> str:

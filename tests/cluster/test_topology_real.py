@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from cluster_support import layout, local_cluster, node_objects, pending, place_objects, reshape
+from cluster_support import layout, local_cluster, node_leases, node_objects, pending, place_objects, reshape
 from conftest import JOBS, render
 
 from jobs import job_yaml, write_job
@@ -54,6 +54,22 @@ def _groups_intact(placed: dict) -> bool:
         if len(ps) != 1 or workers != list(range(10 * ps[0], 10 * ps[0] + 10)):
             return False
     return True
+
+
+# ---- the servers -----------------------------------------------------------------------------------
+
+def test_servers_made_again_under_their_old_names_start_their_pods_at_once(cluster):
+    """What reshape promises every scenario here: a pod bound to a new server starts (KWOK's Running),
+    even when a removed server of the same name had a lease the garbage collector was still to remove.
+    Without reshape's wait for those leases, the new servers' pods waited 10 s (a lease renewal)."""
+    reshape(cluster, node_objects(2))
+    cluster.wait(lambda: all(lease["metadata"].get("ownerReferences") for lease in node_leases(cluster.objects)),
+                 "the servers' leases owned by them")
+    reshape(cluster, node_objects(5))
+    objects = _of_role(render(JOBS / "scene1-case2.yaml"), "ps")
+    namespace = place_objects(cluster, objects)[0]["metadata"]["namespace"]
+    cluster.wait(lambda: {p["status"].get("phase") for p in cluster.pods(namespace)} == {"Running"},
+                 "every PS Running", timeout=5)
 
 
 # ---- colocated ----------------------------------------------------------------------------------
