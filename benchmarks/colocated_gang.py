@@ -39,7 +39,7 @@ from pathlib import Path
 
 import yaml
 from gang_time import REPO, Cluster, expected_pods, profile_file, render, until_running  # noqa: E402
-from tfjobgen.inputs.profile import WORKLOAD_API_SINCE
+from tfjobgen.cluster.measure import gangs
 from tfjobgen.kit import owned
 
 OTHERS = ["wide-deep", "ctr-jobset"]
@@ -78,16 +78,12 @@ def preempted(cluster: Cluster) -> int:
 
 def run(way: str, nodes: int, folder: Path, timeout: float, index: int) -> dict:
     base = {"priorityClasses": {"ps": "tfjobgen-ps", "worker": "tfjobgen-worker"}}
-    gang = {"priority": "none", "kubernetes": "kubernetes"}.get(way, "volcano")
-    profile = profile_file(gang, folder, base)
-    if gang != "none":
-        document = yaml.safe_load(profile.read_text())
-        document["spec"]["gang"]["colocatedGroups"] = "scheduler"
-        profile.write_text(yaml.safe_dump(document))
-    others_profile = profile if way in ("volcano", "kubernetes") else profile_file("none", folder, base)
+    gang = {"priority": gangs.NONE, "kubernetes": "kubernetes"}.get(way, "volcano")
+    profile = profile_file(gang, folder, base, **({} if gang == gangs.NONE else {"colocatedGroups": "scheduler"}))
+    others_profile = profile if way in ("volcano", "kubernetes") else profile_file(gangs.NONE, folder, base)
     others = render(others_profile, [REPO / "jobs" / f"{j}.yaml" for j in OTHERS], None, folder)
     colocated = render(profile, [REPO / "jobs" / f"{COLOCATED}.yaml"], None, folder)
-    with Cluster(profile, nodes, f"coloc-{way}-{index}", WORKLOAD_API_SINCE if gang == "kubernetes" else "") as cluster:
+    with Cluster(profile, nodes, f"coloc-{way}-{index}", gangs.release_for(gang)) as cluster:
         namespaces = {o["metadata"]["namespace"] for o in yaml.safe_load_all(others + colocated) if o}
         cluster.namespaces(namespaces)
         wanted_others = expected_pods(others)

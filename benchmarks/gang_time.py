@@ -27,23 +27,22 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 
 from tfjobgen.cluster import api
-from tfjobgen.inputs.profile import WORKLOAD_API_SINCE
+from tfjobgen.cluster.measure import gangs
 from tfjobgen.kit import owned
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 JOBS = ["ctr-jobset", "deeprec-starserver", "scene2-case1", "scene2-case2", "scene2-case3", "wide-deep"]
-GANGS = ("none", "volcano", "scheduler-plugins", "kueue", "kubernetes")
+GANGS = (gangs.NONE, *gangs.SCHEDULERS)
 TFJOBGEN = [str(REPO / ".venv" / "bin" / "tfjobgen")]
 
 
-def profile_file(gang: str, folder: Path, extra: dict | None = None) -> Path:
-    """The seed's profile with spec.gang set (and `extra` merged into spec)."""
+def profile_file(gang: str, folder: Path, extra: dict | None = None, **more) -> Path:
+    """The seed's profile under `gang` (gangs.SCHEDULERS, given `more` spec.gang fields; "none": no gang),
+    with `extra` merged into spec."""
     document = yaml.safe_load(SEED.read_text())
     document["metadata"]["name"] = f"seed-80c-{gang}"
-    if gang != "none":
-        document["spec"]["gang"] = {"scheduler": gang, **({"queue": "training"} if gang == "kueue" else {})}
-    if gang == "kubernetes":
-        document["spec"]["kubernetesVersion"] = WORKLOAD_API_SINCE
+    if gang != gangs.NONE:
+        document = gangs.SCHEDULERS[gang].with_settings(**more).given_to(document)
     document["spec"].update(extra or {})
     path = folder / f"profile-{gang}.yaml"
     path.write_text(yaml.safe_dump(document))
@@ -148,8 +147,7 @@ def main() -> None:
             rendered = render(profile, [REPO / "jobs" / f"{j}.yaml" for j in JOBS], "jobset", folder)
             wanted = expected_pods(rendered)
             namespaces = {o["metadata"]["namespace"] for o in yaml.safe_load_all(rendered) if o}
-            release = WORKLOAD_API_SINCE if gang == "kubernetes" else ""
-            with Cluster(profile, args.nodes, f"bench-{gang}", release) as cluster:
+            with Cluster(profile, args.nodes, f"bench-{gang}", gangs.release_for(gang)) as cluster:
                 cluster.namespaces(namespaces)
                 began = time.monotonic()
                 cluster.kubectl("apply", "--server-side", "-f", "-", stdin=rendered)

@@ -35,6 +35,7 @@ from ...inputs.intents import Intent
 from ...inputs.problems import has_errors
 from ...shared import contract
 from .. import api
+from . import gangs
 
 # What the API server appends to a generateName (k8s.io/apiserver names.SimpleNameGenerator).
 _RANDOM_SUFFIX = re.compile(r"^[bcdfghjklmnpqrstvwxz2456789]{5}$")
@@ -45,13 +46,14 @@ UNPREDICTABLE = ("batch.kubernetes.io/controller-uid", "controller-uid", "jobset
 ADDON_CRDS = ("monitoring.coreos.com_podmonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml")
 
 
-# spec.gang of each gang setting the matrix runs (a cell's profile is the base profile with it).
+# spec.gang of each gang setting the matrix runs (a cell's profile is the base profile with it): the
+# gang schedulers on the default release. The coscheduler gives a waiting group back after 60 s, not
+# the default 600, so a test of that ends in a test's time.
 GANG_SETTINGS = {
-    "none": None,
-    "volcano": {"scheduler": "volcano"},
-    "scheduler-plugins": {"scheduler": "scheduler-plugins", "schedulerName": "coscheduler",
-                          "scheduleTimeoutSeconds": 60},
-    "kueue": {"scheduler": "kueue", "queue": "training"},
+    gangs.NONE: None,
+    "volcano": gangs.SCHEDULERS["volcano"].settings,
+    "scheduler-plugins": gangs.SCHEDULERS["scheduler-plugins"].with_settings(scheduleTimeoutSeconds=60).settings,
+    "kueue": gangs.SCHEDULERS["kueue"].settings,
 }
 
 

@@ -33,9 +33,9 @@ import yaml
 
 from ...expand import pipeline
 from ...inputs.intents import Intent
-from ...inputs.profile import WORKLOAD_API_SINCE
 from .. import tools
-from . import place
+from . import gangs, place
+from .gangs import SCHEDULERS, Gang
 
 REPO = tools.REPO
 JOBS = REPO / "jobs"
@@ -109,31 +109,21 @@ SHARED_NODES = {"seed-80c": {"": sum(n.servers for n in NEEDS.values()) + NEEDS[
                              "cpu-workers": 1 + 4 + 8 + 16 + 7}}
 
 
-@dataclass(frozen=True)
-class Gang:
-    """A gang table column: the spec.gang its profile is given, and the Kubernetes release that needs."""
-
-    settings: dict
-    kubernetes: str = ""  # "" for the default release
-
-
 # The gang table's columns besides "none" (the shared cluster column): each gang scheduler as a profile
 # would set it, and for the two that can keep a colocated group on one server themselves, that too.
 GANGS = {
-    "volcano": Gang({"scheduler": "volcano"}),
-    "volcano, groups by Volcano": Gang({"scheduler": "volcano", "colocatedGroups": "scheduler"}),
-    "scheduler-plugins": Gang({"scheduler": "scheduler-plugins", "schedulerName": "coscheduler"}),
-    "kueue": Gang({"scheduler": "kueue", "queue": "training"}),
-    "kubernetes": Gang({"scheduler": "kubernetes"}, WORKLOAD_API_SINCE),
-    "kubernetes, groups by Kubernetes": Gang({"scheduler": "kubernetes", "colocatedGroups": "scheduler"},
-                                             WORKLOAD_API_SINCE),
+    "volcano": SCHEDULERS["volcano"],
+    "volcano, groups by Volcano": SCHEDULERS["volcano"].with_settings(colocatedGroups="scheduler"),
+    "scheduler-plugins": SCHEDULERS["scheduler-plugins"],
+    "kueue": SCHEDULERS["kueue"],
+    "kubernetes": SCHEDULERS["kubernetes"],
+    "kubernetes, groups by Kubernetes": SCHEDULERS["kubernetes"].with_settings(colocatedGroups="scheduler"),
 }
-NO_GANG = "none"
 
 
 def gang_column(gang: str) -> str:
     """The key a gang table column's figures are recorded under ("none" is the shared cluster column's)."""
-    return SHARED if gang == NO_GANG else f"gang {gang}"
+    return SHARED if gang == gangs.NONE else f"gang {gang}"
 
 
 @dataclass
@@ -225,10 +215,7 @@ def shared_case(column: str, gang: Gang | None, overlay: str, overlays: dict[str
 
 def under_gang(profile: dict, intents: list[dict], gang: Gang) -> tuple[dict, list[dict]]:
     """The shared cluster's profile given `gang`, and the overlay's intents rendered under it."""
-    profile = copy.deepcopy(profile)
-    profile["spec"]["gang"] = dict(gang.settings)
-    if gang.kubernetes:
-        profile["spec"]["kubernetesVersion"] = gang.kubernetes
+    profile = gang.given_to(profile)
     expansion = pipeline.expand([Intent(copy.deepcopy(i)) for i in intents], pipeline.profile_from(profile))
     errors = [p.format() for p in expansion.problems if p.is_error]
     assert not errors, "\n".join(errors)
@@ -297,7 +284,7 @@ def table(found: dict[tuple[str, str], Figure]) -> str:
 
 def gang_table(found: dict[tuple[str, str], Figure]) -> str:
     """The gang table: the shared cluster column, under each gang scheduler, with the median time to settle."""
-    return _markdown(found, {gang: gang_column(gang) for gang in (NO_GANG, *GANGS)}, timed=True)
+    return _markdown(found, {gang: gang_column(gang) for gang in (gangs.NONE, *GANGS)}, timed=True)
 
 
 def _markdown(found: dict[tuple[str, str], Figure], columns: dict[str, str], timed: bool) -> str:
