@@ -188,7 +188,8 @@ EMPTY_GRACE = 45
 
 
 def reshape(cluster: LocalCluster, nodes: list[dict]) -> None:
-    """Empty the cluster (every namespace a test made, every pod gone) and give it exactly `nodes`.
+    """Empty the cluster (every namespace a test made, every pod gone) and give it exactly `nodes`,
+    each Ready and running its pods (KWOK holding its lease).
 
     Emptying is the scenario's setup, not what it checks: pods still there after EMPTY_GRACE seconds
     are forced out, as `kubectl delete --force --grace-period=0` does, and a warning names them in
@@ -241,7 +242,7 @@ def _held_ready_nodes(objects) -> set[str]:
     owners = {lease["metadata"]["name"]: {o["uid"] for o in lease["metadata"].get("ownerReferences") or []}
               for lease in node_leases(objects) if lease["spec"].get("holderIdentity")}
     return {n["metadata"]["name"] for n in objects.list("v1", "Node")
-            if owners.get(n["metadata"]["name"], {"none"}) <= {n["metadata"]["uid"]}
+            if n["metadata"]["name"] in owners and owners[n["metadata"]["name"]] <= {n["metadata"]["uid"]}
             and any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))}
 
 
