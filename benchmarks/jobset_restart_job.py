@@ -28,12 +28,11 @@ import signal
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from gang_time import REPO, Cluster  # noqa: E402
 
-from tfjobgen.cluster import api, home, processes
+from tfjobgen.cluster import api, controllers, home, processes
 from tfjobgen.cluster.measure import conformance
 from tfjobgen.cluster.plane import stages
 from tfjobgen.concerns import promises
@@ -61,19 +60,12 @@ def restart_with_gate(cluster_name: str) -> None:
     os.kill(pid, signal.SIGTERM)
     api.wait_until(lambda: not Path(f"/proc/{pid}").exists(), 30, "the JobSet controller stopped")
     started = processes.start(processes.Component("jobset-restart-job", argv), folder)
-    health = config["health"]["healthProbeBindAddress"]
-    processes.wait_for(started, lambda: _ready(f"http://{health}/readyz"), 60, "JobSet ready with RestartJob")
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as answer:
-            return answer.status == 200
-    except OSError:
-        return False
+    health_port = int(config["health"]["healthProbeBindAddress"].rsplit(":", 1)[1])
+    controllers.wait_healthy(started, health_port, "/readyz")
 
 
 def with_restart_job(rendered: list[dict], max_restarts: int) -> list[dict]:
+    """The rendered objects with the JobSet given `max_restarts` and, first, a RestartJob rule on its workers."""
     for obj in rendered:
         if obj["kind"] == "JobSet":
             policy = obj["spec"]["failurePolicy"]
@@ -94,6 +86,11 @@ def running_tasks(objects: api.Objects) -> dict[str, str]:
 
 def jobset_status(objects: api.Objects, name: str) -> dict:
     return (objects.get("jobset.x-k8s.io/v1alpha2", "JobSet", name, NAMESPACE) or {}).get("status") or {}
+
+
+def failed_condition(status: dict) -> dict | None:
+    """The JobSet's Failed condition, once it holds."""
+    return next((c for c in status.get("conditions", []) if c["type"] == "Failed" and c["status"] == "True"), None)
 
 
 def main() -> int:
@@ -121,17 +118,15 @@ def main() -> int:
                 stages.fail_pod(cluster.objects, NAMESPACE, worker["metadata"]["name"], PERMANENT_EXIT)
 
                 def settled() -> bool:
-                    status = jobset_status(cluster.objects, name)
-                    failed = any(c["type"] == "Failed" and c["status"] == "True" for c in status.get("conditions", []))
                     now = running_tasks(cluster.objects)
-                    return failed or (len(now) == tasks and now.get("worker:1") != before.get("worker:1"))
+                    return (failed_condition(jobset_status(cluster.objects, name)) is not None
+                            or (len(now) == tasks and now.get("worker:1") != before.get("worker:1")))
 
                 api.wait_until(settled, args.timeout, f"failure {attempt} handled")
                 seconds = time.monotonic() - failed_at
                 now = running_tasks(cluster.objects)
                 status = jobset_status(cluster.objects, name)
-                failed = next((c for c in status.get("conditions", []) if c["type"] == "Failed"
-                               and c["status"] == "True"), None)
+                failed = failed_condition(status)
                 replaced = sorted(t for t in before if now.get(t) != before[t])
                 workers = [t for t in before if t.startswith("worker:")]
                 kept = sorted(t for t in before if now.get(t) == before[t])

@@ -243,7 +243,7 @@ def _held_ready_nodes(objects) -> set[str]:
               for lease in node_leases(objects) if lease["spec"].get("holderIdentity")}
     return {n["metadata"]["name"] for n in objects.list("v1", "Node")
             if n["metadata"]["name"] in owners and owners[n["metadata"]["name"]] <= {n["metadata"]["uid"]}
-            and any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))}
+            and control.is_ready(n)}
 
 
 def _pod_summary(pod: dict) -> str:

@@ -3,7 +3,8 @@
 A sample of the matrix (benchmarks/real_controllers.py runs all of it: every job of jobs/ on every
 backend under both profiles): a job with a chief (ctr-jobset), one with a chief and an evaluator
 on cpuset QoS (wide-deep), and a tf1 job without a chief on isolated node pools (scene2-case1),
-each on native (the Job controller), jobset (the JobSet controller) and tfjob (the training-operator), under seed-80c and prod-96c, and ctr-jobset under prod-96c with each gang scheduler
+each on native (the Job controller), jobset (the JobSet controller) and tfjob (the training-operator),
+under seed-80c and prod-96c, and ctr-jobset under prod-96c with each gang scheduler
 (Volcano, Coscheduling, Kueue: what their admission adds to the pods is checked too). Every cell is applied server-side into a namespace that
 enforces Pod Security "restricted"; then:
 

@@ -225,7 +225,7 @@ def _wait_nodes_ready(objects: api.Objects, names: set[str], started) -> None:
                 raise processes.StartFailed(f"{process.component.name} exited with code {process.exited()}: "
                                             f"{process.failure()}")
         nodes = objects.list("v1", "Node")
-        return names <= {n["metadata"]["name"] for n in nodes if _is_ready(n)}
+        return names <= {n["metadata"]["name"] for n in nodes if is_ready(n)}
 
     deadline = time.monotonic() + START_TIMEOUT
     while not ready():
@@ -235,7 +235,8 @@ def _wait_nodes_ready(objects: api.Objects, names: set[str], started) -> None:
         time.sleep(0.2)
 
 
-def _is_ready(node: dict) -> bool:
+def is_ready(node: dict) -> bool:
+    """The node says it is Ready (its kubelet, or KWOK for it)."""
     return any(c["type"] == "Ready" and c["status"] == "True" for c in (node.get("status") or {}).get("conditions") or [])
 
 

@@ -35,7 +35,6 @@ from ...expand import pipeline
 from ...inputs.intents import Intent
 from .. import tools
 from . import gangs, place
-from .gangs import SCHEDULERS, Gang
 
 REPO = tools.REPO
 JOBS = REPO / "jobs"
@@ -112,12 +111,12 @@ SHARED_NODES = {"seed-80c": {"": sum(n.servers for n in NEEDS.values()) + NEEDS[
 # The gang table's columns besides "none" (the shared cluster column): each gang scheduler as a profile
 # would set it, and for the two that can keep a colocated group on one server themselves, that too.
 GANGS = {
-    "volcano": SCHEDULERS["volcano"],
-    "volcano, groups by Volcano": SCHEDULERS["volcano"].with_settings(colocatedGroups="scheduler"),
-    "scheduler-plugins": SCHEDULERS["scheduler-plugins"],
-    "kueue": SCHEDULERS["kueue"],
-    "kubernetes": SCHEDULERS["kubernetes"],
-    "kubernetes, groups by Kubernetes": SCHEDULERS["kubernetes"].with_settings(colocatedGroups="scheduler"),
+    "volcano": gangs.SCHEDULERS["volcano"],
+    "volcano, groups by Volcano": gangs.SCHEDULERS["volcano"].with_settings(colocatedGroups="scheduler"),
+    "scheduler-plugins": gangs.SCHEDULERS["scheduler-plugins"],
+    "kueue": gangs.SCHEDULERS["kueue"],
+    "kubernetes": gangs.SCHEDULERS["kubernetes"],
+    "kubernetes, groups by Kubernetes": gangs.SCHEDULERS["kubernetes"].with_settings(colocatedGroups="scheduler"),
 }
 
 
@@ -197,7 +196,7 @@ def shared_cluster(overlay: str) -> tuple[dict, int]:
     return profile, counts[""]
 
 
-def shared_case(column: str, gang: Gang | None, overlay: str, overlays: dict[str, list[dict]],
+def shared_case(column: str, gang: gangs.Gang | None, overlay: str, overlays: dict[str, list[dict]],
                 intents: dict[str, list[dict]]) -> tuple[dict, int, list[dict], str]:
     """A shared column's cluster for an overlay (under `gang`, for a gang table column): its profile,
     main-group size, the objects created on it (the overlay's jobs and SPREAD_REQUIRED_JOB) and its
@@ -213,7 +212,7 @@ def shared_case(column: str, gang: Gang | None, overlay: str, overlays: dict[str
     return profile, nodes, objects, gang.kubernetes if gang else ""
 
 
-def under_gang(profile: dict, intents: list[dict], gang: Gang) -> tuple[dict, list[dict]]:
+def under_gang(profile: dict, intents: list[dict], gang: gangs.Gang) -> tuple[dict, list[dict]]:
     """The shared cluster's profile given `gang`, and the overlay's intents rendered under it."""
     profile = gang.given_to(profile)
     expansion = pipeline.expand([Intent(copy.deepcopy(i)) for i in intents], pipeline.profile_from(profile))
