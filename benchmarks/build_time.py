@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/build_time.py [--jobs 100 1000] [--runs 3] [--only cold-start]
 
-For each size it writes a repository to a temporary folder (benchmarks/synthetic.py: this
+For each size it writes a repository to a temporary folder (tfjobgen/harness/synthetic.py: this
 repository's overlays and jobs, and variants of the jobs in twenty teams), then measures:
 
 1. one `kubectl kustomize --enable-alpha-plugins` build of overlays/seed-80c three ways, in
@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import synthetic  # noqa: E402
+from tfjobgen.harness import synthetic
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = Path(sys.executable)

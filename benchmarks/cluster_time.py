@@ -28,8 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 from tfjobgen import backends
-from tfjobgen.cluster import api, home, processes
-from tfjobgen.cluster.measure import place
+from tfjobgen.kube import api
+from tfjobgen.cluster import home, processes
+from tfjobgen.place import place
 from tfjobgen.expand import pipeline
 from tfjobgen.kit import owned
 

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import yaml
 from gang_time import REPO, Cluster, expected_pods, profile_file, render, until_running  # noqa: E402
-from tfjobgen.cluster.measure import gangs
+from tfjobgen.harness import gangs
 from tfjobgen.kit import owned
 
 OTHERS = ["wide-deep", "ctr-jobset"]

@@ -26,8 +26,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
-from tfjobgen.cluster import api
-from tfjobgen.cluster.measure import gangs
+from tfjobgen.kube import api
+from tfjobgen.harness import gangs
 from tfjobgen.kit import owned
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
@@ -93,13 +93,12 @@ class Cluster:
         return done.stdout
 
     def namespaces(self, names: set[str]) -> None:
-        from tfjobgen.cluster.controllers import kueue
         from tfjobgen.expand import pipeline
+        from tfjobgen.place import place
 
         profile = pipeline.load_profile(str(self.profile))
         for name in sorted(names):
-            self.objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-            kueue.open_queue(self.objects, profile, name)
+            place.job_namespace(self.objects, name, profile, restricted=False)
 
     def pods(self) -> list[dict]:
         return self.objects.list("v1", "Pod")

@@ -32,9 +32,11 @@ from pathlib import Path
 
 from gang_time import REPO, Cluster  # noqa: E402
 
-from tfjobgen.cluster import api, controllers, home, processes
-from tfjobgen.cluster.measure import conformance
-from tfjobgen.cluster.plane import stages
+from tfjobgen.kube import api
+from tfjobgen.cluster import controllers, home, processes
+from tfjobgen.harness import conformance
+from tfjobgen.place import place
+from tfjobgen.harness import pods
 from tfjobgen.concerns import promises
 from tfjobgen.kit import owned
 
@@ -104,7 +106,7 @@ def main() -> int:
         os.environ.setdefault(home.HOME_ENV, str(Path(folder) / "clusters"))
         with Cluster(PROFILE, 6, "bench-restart-job") as cluster:
             restart_with_gate("bench-restart-job")
-            conformance.restricted_namespace(cluster.objects, NAMESPACE)
+            place.job_namespace(cluster.objects, NAMESPACE)
             rendered = with_restart_job(conformance.render(JOB, PROFILE, "jobset", NAMESPACE), args.max_restarts)
             name = next(o["metadata"]["name"] for o in rendered if o["kind"] == "JobSet")
             tasks = len(conformance.decoded_job(rendered).pods)
@@ -115,7 +117,7 @@ def main() -> int:
                 worker = next(p for p in cluster.objects.list("v1", "Pod", NAMESPACE)
                               if promises.task_of(p).name == "worker:1" and p["status"].get("phase") == "Running")
                 failed_at = time.monotonic()
-                stages.fail_pod(cluster.objects, NAMESPACE, worker["metadata"]["name"], PERMANENT_EXIT)
+                pods.fail_pod(cluster.objects, NAMESPACE, worker["metadata"]["name"], PERMANENT_EXIT)
 
                 def settled() -> bool:
                     now = running_tasks(cluster.objects)

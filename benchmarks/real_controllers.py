@@ -11,7 +11,7 @@ of jobs/ is rendered on each backend into a namespace of its own labelled Pod Se
 "restricted", applied server-side, and once its pods are Running compared with what the
 backend's decode predicts (tfjobgen.cluster.measure.conformance: pods and Services by name, labels,
 every pod's environment as the kubelet expands it, TF_CONFIG byte for byte); then TensorFlow
-reads every real pod's TF_CONFIG (tests/tf_resolver.py). Prints a Markdown table; exits 1 when
+reads every real pod's TF_CONFIG (tfjobgen/harness/tf_resolver.py). Prints a Markdown table; exits 1 when
 any cell differs. The cluster tier (tests/cluster/test_backends_real.py) runs a sample of it.
 
 --crds: where monitoring.coreos.com's CRDs are (prod-96c's jobs emit a PodMonitor and a
@@ -29,12 +29,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))  # the TF_CONFIG oracle the tests hold TensorFlow to
-
-import tf_resolver  # noqa: E402
 from tfjobgen import backends
-from tfjobgen.cluster import api
-from tfjobgen.cluster.measure import conformance
+from tfjobgen.kube import api
+from tfjobgen.expand import pipeline
+from tfjobgen.harness import conformance, tf_resolver
+from tfjobgen.place import place
 from tfjobgen.kit import owned
 
 BACKENDS = ("native", "jobset", "tfjob")
@@ -63,12 +62,7 @@ def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str, g
     except conformance.Refused as refusal:
         return {**row, "result": f"refused: {str(refusal).split(' (')[0]}"}
     decoded = conformance.decoded_job(rendered)
-    conformance.restricted_namespace(objects, namespace)
-    if gang == "kueue":
-        from tfjobgen.cluster.controllers import kueue
-        from tfjobgen.expand import pipeline
-
-        kueue.open_queue(objects, pipeline.load_profile(str(profile_path)), namespace)
+    place.job_namespace(objects, namespace, pipeline.load_profile(str(profile_path)))
     started = time.monotonic()
     conformance.apply(objects, rendered)
     try:

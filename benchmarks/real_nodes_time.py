@@ -31,8 +31,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from tfjobgen.cluster import api, home  # noqa: E402
-from tfjobgen.cluster.measure import conformance  # noqa: E402
+from tfjobgen.kube import api
+from tfjobgen.cluster import home  # noqa: E402
+from tfjobgen.harness import conformance  # noqa: E402
 from tfjobgen.cluster.nodes import node as real_node  # noqa: E402
 from tfjobgen.cluster.nodes import teardown
 from tfjobgen.kit import owned  # noqa: E402

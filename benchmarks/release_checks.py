@@ -42,9 +42,9 @@ MARKS = {"passed": "pass", "failed": "**FAIL**", "skipped": "skip"}
 
 
 def releases() -> list[str]:
-    from tfjobgen.cluster import tools
+    from tfjobgen.artifacts import programs
 
-    return [f.release for f in tools.releases("kube-apiserver")]
+    return [f.release for f in programs.releases("kube-apiserver")]
 
 
 def run(release: str, report: Path) -> int:
@@ -108,11 +108,11 @@ def skips(results: dict[str, dict]) -> list[str]:
 
 
 def controllers(versions: list[str]) -> str:
-    from tfjobgen.cluster import tools
+    from tfjobgen.artifacts import programs
 
     names = ("etcd", "kwok", "training-operator", "kueue", "scheduler-plugins", "volcano")
-    jobsets = {v: tools.family_for("jobset-controller", v).version for v in versions}
-    named = [f"{f.name} {f.version}" for f in tools.families() if f.name in names]
+    jobsets = {v: programs.family_for("jobset-controller", v).version for v in versions}
+    named = [f"{f.name} {f.version}" for f in programs.families() if f.name in names]
     return ", ".join(named) + "; JobSet " + ", ".join(f"{j} on {v}" for v, j in jobsets.items())
 
 
@@ -127,15 +127,15 @@ def main() -> int:
     parser.add_argument("--releases", nargs="+", metavar="RELEASE", help="minor releases (default: every one built)")
     parser.add_argument("--write", type=Path, metavar="FILE", help="replace the table between the markers of FILE")
     args = parser.parse_args()
-    from tfjobgen.cluster import tools
+    from tfjobgen.artifacts import programs
     from tfjobgen.inputs import profile as profiles
 
     chosen = args.releases or releases()
     for release in chosen:
         try:
             for program in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
-                tools.program(program, release)
-        except (KeyError, tools.ToolsMissing) as err:
+                programs.program(program, release)
+        except (KeyError, programs.ToolsMissing) as err:
             print(f"release_checks: {err}", file=sys.stderr)
             return 2
     results, minutes, failed = {}, {}, False
@@ -146,7 +146,7 @@ def main() -> int:
             failed |= run(release, report) != 0
             minutes[release] = (time.monotonic() - started) / 60
             results[release] = outcomes(report) if report.exists() else {}
-    versions = {r: tools.family_of("kube-apiserver", r).version for r in chosen}
+    versions = {r: programs.family_of("kube-apiserver", r).version for r in chosen}
     chosen = sorted(chosen, key=profiles.release)  # columns oldest first, whatever order they ran in
     order = [versions[r] for r in chosen]
     text = "\n".join([

@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 
 from real_controllers import REPO, profile_file, tfjobgen
-from tfjobgen.cluster import api
-from tfjobgen.cluster.measure import conformance
+from tfjobgen.kube import api
+from tfjobgen.harness import conformance
+from tfjobgen.place import place
 from tfjobgen.kit import owned
 
 BACKENDS = ("native", "jobset", "tfjob")
@@ -34,7 +35,7 @@ BACKENDS = ("native", "jobset", "tfjob")
 def one_start(objects: api.Objects, job: Path, profile: str, backend: str, namespace: str) -> float:
     rendered = conformance.render(job, profile_file(profile), backend, namespace)
     pods = len(conformance.decoded_job(rendered).pods)
-    conformance.restricted_namespace(objects, namespace)
+    place.job_namespace(objects, namespace)
     started = time.monotonic()
     conformance.apply(objects, rendered)
     conformance.wait_running(objects, namespace, pods, timeout=600)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from tfjobgen.cluster import api  # noqa: E402
-from tfjobgen.cluster.measure import conformance  # noqa: E402
+from tfjobgen.kube import api  # noqa: E402
+from tfjobgen.harness import conformance  # noqa: E402
 from tfjobgen.concerns import promises  # noqa: E402
 from tfjobgen.kit import table  # noqa: E402
 

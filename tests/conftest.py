@@ -209,10 +209,10 @@ def crd_dir() -> Path:
 def built_crds() -> dict[str, str]:
     """CRD name -> its YAML, from every built family's assets (the releases the local cluster installs by
     default: not another release of a family, such as the JobSet a 1.30 cluster runs)."""
-    from tfjobgen.cluster import tools
+    from tfjobgen.artifacts import programs
 
     found = {}
-    for family in tools.families():
+    for family in programs.families():
         if family.release_of or not family.installed_in.is_dir():
             continue
         for asset in family.assets:

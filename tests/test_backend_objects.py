@@ -22,7 +22,7 @@ from gitops.gitops_support import crd_dir
 from jobs import JOB_FILES, example
 from tfjobgen import backends
 from tfjobgen.backends import jobset, tfjob
-from tfjobgen.cluster.measure import guarantees
+from tfjobgen.harness import guarantees
 from tfjobgen.concerns import gang, lifecycle
 from tfjobgen.expand import pipeline
 from tfjobgen.gitops import crds

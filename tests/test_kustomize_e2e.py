@@ -193,9 +193,9 @@ def test_a_build_without_jobs_is_refused(tmp_path):
 def test_standalone_kustomize_gives_the_same_bytes(built_overlays):
     """The kustomize Argo CD's repo-server runs (make cluster-tools builds Argo CD 3.2's, v5.7) gives the
     bytes kubectl's embedded v5.5 gives."""
-    from tfjobgen.cluster import tools
+    from tfjobgen.artifacts import programs
 
-    built = None if tools.missing(["kustomize"]) else str(tools.program("kustomize"))
+    built = None if programs.missing(["kustomize"]) else str(programs.program("kustomize"))
     kustomize = need("kustomize (standalone)", built, "run `make cluster-tools`")
     env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": str(REPO / "plugins")}
     for overlay in OVERLAYS:

@@ -29,10 +29,6 @@ EXCEPTIONS = {
     # and defaults (imported lazily, with jsonschema, once per task): a second copy of the rules in the
     # runtime could drift from what the generator accepted.
     ("tfjobgen.runtime.settings", "tfjobgen.inputs.schema"),
-    # Two images pack a program `make cluster-tools` builds (containerd's pause, the plugin's kustomize), and
-    # cluster/tools.py is the one home of where those binaries are; cluster/ in turn starts real nodes that
-    # pull the images, so the layer below it is images/, and this one lazy import reaches back up.
-    ("tfjobgen.images.build", "tfjobgen.cluster.tools"),
 }
 
 
@@ -186,3 +182,45 @@ def test_no_module_outside_the_backends_branches_on_a_backends_name():
                 if any(isinstance(v, ast.Constant) and v.value in BACKENDS for v in values):
                     found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not found, f"backend names compared outside backends/: {found}"
+
+
+def test_the_table_allows_only_the_arrows_in_use():
+    """Each row lists the layers its modules really import, so the table reads as the import graph: an arrow
+    nothing uses is taken out (a new import puts it back, in the same change)."""
+    rows = layers()
+    used = {(layer_of(module_name(path), rows), layer_of(imported, rows))
+            for path in PACKAGE.rglob("*.py") if module_name(path) != "tfjobgen"
+            for imported in imports(path) if imported != "tfjobgen"
+            and (module_name(path), imported) not in EXCEPTIONS}
+    unused = [f"{name} -> {other}" for name, _, may_import in rows for other in may_import
+              if other != ANYTHING and (name, other) not in used]
+    assert not unused, f"arrows of docs/design.md's layers that no import uses: {unused}"
+
+
+def test_no_product_module_imports_the_harness():
+    """harness/ serves the tests, benchmarks, demos and docs generators; a product module that reached it would
+    ship test code on the KRM function's and the commands' paths."""
+    found = [f"{module_name(path)} imports {imported}" for path in sorted(PACKAGE.rglob("*.py"))
+             if path.relative_to(PACKAGE).parts[0] != "harness"
+             for imported in imports(path) if imported.startswith("tfjobgen.harness")]
+    assert not found, found
+
+
+TREES = ("tests", "benchmarks", "demos", "docs/generate")
+
+
+def test_tests_benchmarks_demos_and_docs_generators_do_not_import_each_other():
+    """What two of them share lives in tfjobgen.harness, not in one of them reached through sys.path."""
+    own = {tree: {p.stem for p in (REPO / tree).rglob("*.py")} for tree in TREES}
+    found = []
+    for tree in TREES:
+        others = set().union(*(names for name, names in own.items() if name != tree)) - own[tree]
+        for path in sorted((REPO / tree).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+                found += [f"{path.relative_to(REPO)}: {name}" for name in names if name.split(".")[0] in others]
+            text = path.read_text(encoding="utf-8")
+            found += [f"{path.relative_to(REPO)}: sys.path reaches {other}" for other in TREES
+                      if other != tree and re.search(rf"sys\.path\.\w+\(.*REPO / \"{re.escape(other)}\"", text)]
+    assert not found, f"imports across tests/, benchmarks/, demos/ and docs/generate/: {found}"

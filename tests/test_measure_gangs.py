@@ -1,4 +1,4 @@
-"""The gang settings every measurement shares (cluster/measure/gangs.py) are profiles tfjobgen accepts."""
+"""The gang settings every measurement shares (tfjobgen/harness/gangs.py) are profiles tfjobgen accepts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from tfjobgen.cluster.measure import gangs
+from tfjobgen.harness import gangs
 from tfjobgen.expand import pipeline
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import tf_resolver
 from cluster_dns import ClusterDNS, candidates
 from conftest import REPO, need, render
 
 from jobs import JOB_FILES
+from tfjobgen.harness import tf_resolver
 from tfjobgen import backends
 from tfjobgen.shared import contract
 

@@ -7,10 +7,10 @@
     .venv/bin/python docs/generate/placement.py --gang kubernetes           # one gang table column again
     .venv/bin/python docs/generate/placement.py --picture       # docs/placement.svg only
 
-Every run is `tfjobgen place` (generator/tfjobgen/cluster/measure/place.py): a fresh local cluster of
+Every run is `tfjobgen place` (generator/tfjobgen/place/place.py): a fresh local cluster of
 the job's profile, the objects created in a shuffled order, the real scheduler settled, the
 topology's layout checked on the real bindings. What each row and column measures:
-generator/tfjobgen/cluster/measure/guarantees.py. Needs `make cluster-tools`.
+generator/tfjobgen/harness/guarantees.py. Needs `make cluster-tools`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-from tfjobgen.cluster.measure import guarantees, place
+from tfjobgen.harness import guarantees
+from tfjobgen.place import place
 from tfjobgen.expand import pipeline
 from tfjobgen.gitops.build import build_overlays, intents_as_built
 from tfjobgen.gitops.tree import overlay_names

@@ -22,8 +22,9 @@ from . import __version__
 from .shared import contract
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.cluster.command", "tfjobgen.gitops.command", "tfjobgen.images.command",
-                                     "tfjobgen.local.command", "tfjobgen.planner.command", "tfjobgen.status.command")
+FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.cluster.command", "tfjobgen.place.command", "tfjobgen.gitops.command",
+                                     "tfjobgen.artifacts.images.command", "tfjobgen.local.command",
+                                     "tfjobgen.planner.command", "tfjobgen.status.command")
 
 
 class _UsageError(Exception):

@@ -24,8 +24,12 @@ from pathlib import Path
 
 from conftest import REPO, need, tfjobgen_command, uses
 
-from tfjobgen.cluster import api, control, home, processes, tools
+from tfjobgen.kube import api
+from tfjobgen.cluster import control, home, processes
+from tfjobgen.artifacts import programs
 from tfjobgen.cluster.plane import stages
+from tfjobgen.harness import pods
+from tfjobgen.place import place
 
 SESSION_HOME = Path(os.environ[home.HOME_ENV])  # this session's folder (conftest.py)
 _names = itertools.count()
@@ -38,9 +42,9 @@ RELEASE = os.environ.get("TFJOBGEN_TEST_KUBERNETES", "")
 @uses("cluster")
 def need_cluster_tools(*programs: str) -> None:
     """Skip (fail under CI) unless the control plane's programs, and `programs`, are built."""
-    lacking = tools.missing(control.CORE_PROGRAMS + list(programs))
+    lacking = programs.missing(control.CORE_PROGRAMS + list(programs))
     need("the local cluster's programs", None if lacking else "built",
-         f"{', '.join(lacking)} not built: run `make cluster-tools` (binaries go to {tools.cache_root()})")
+         f"{', '.join(lacking)} not built: run `make cluster-tools` (binaries go to {programs.cache_root()})")
 
 
 def cluster_env(extra: dict | None = None) -> dict[str, str]:
@@ -85,19 +89,14 @@ class LocalCluster:
 
     def restricted_namespace(self, name: str) -> None:
         """A namespace whose pods must meet Pod Security "restricted" (enforced by the real admission plugin)."""
-        self.objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-            "name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted",
-                                     "pod-security.kubernetes.io/enforce-version": "latest"}}})
+        place.job_namespace(self.objects, name)
 
     def namespace(self, name: str) -> None:
-        """A namespace jobs can run in: with the LocalQueue their profile names when it queues with Kueue
-        (a LocalQueue belongs with its namespace; tfjobgen names it and emits none)."""
-        self.objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-        if "kueue" in self.state()["components"]:
-            from tfjobgen.cluster.controllers import kueue
-            from tfjobgen.expand import pipeline
+        """A namespace jobs can run in, with their profile's LocalQueue when it queues with Kueue."""
+        from tfjobgen.expand import pipeline
 
-            kueue.open_queue(self.objects, pipeline.load_profile(self.state()["profile"] or None), name)
+        place.job_namespace(self.objects, name, pipeline.load_profile(self.state()["profile"] or None),
+                            restricted=False)
 
     def pods(self, namespace: str, selector: str = "") -> list[dict]:
         return self.objects.list("v1", "Pod", namespace, label_selector=selector)
@@ -107,10 +106,10 @@ class LocalCluster:
 
     def fail_pod(self, namespace: str, pod: str, exit_code: int, reason: str = "Error") -> None:
         """End a running pod's container with `exit_code`, through KWOK's chaos stage."""
-        stages.fail_pod(self.objects, namespace, pod, exit_code, reason)
+        pods.fail_pod(self.objects, namespace, pod, exit_code, reason)
 
     def succeed_pod(self, namespace: str, pod: str) -> None:
-        stages.succeed_pod(self.objects, namespace, pod)
+        pods.succeed_pod(self.objects, namespace, pod)
 
     def evict_pod(self, namespace: str, pod: str) -> None:
         """The Eviction API, as `kubectl drain` uses it: the pod gets a DisruptionTarget condition."""
@@ -149,7 +148,7 @@ def local_cluster(profile: str | Path | None = None, nodes: int | None = 4, *ext
         cluster = LocalCluster(name, kubeconfig, proc.stderr)
         if RELEASE:  # the release asked for, read off the API server itself
             served = cluster.kubectl("get", "--raw", "/version").stdout
-            assert tools.family_of("kube-apiserver", RELEASE).version == json.loads(served)["gitVersion"], served
+            assert programs.family_of("kube-apiserver", RELEASE).version == json.loads(served)["gitVersion"], served
         yield cluster
     finally:
         down = tfjobgen("cluster", "down", "--name", name)
@@ -305,7 +304,6 @@ def place_objects(cluster: LocalCluster, objects: list[dict], seed: int | None =
     import random
 
     from tfjobgen import backends
-    from tfjobgen.cluster.measure import place
     from tfjobgen.concerns import promises
 
     namespaces = sorted({o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")})

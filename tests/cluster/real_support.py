@@ -20,9 +20,10 @@ from cluster_support import LocalCluster, local_cluster, need_cluster_tools
 from conftest import JOBS, REPO, crd_dir, need, uses
 
 from tfjobgen.backends.base import DecodedJob
-from tfjobgen.cluster import tools
-from tfjobgen.cluster.measure import conformance
+from tfjobgen.artifacts import programs
+from tfjobgen.harness import conformance
 from tfjobgen.expand import pipeline
+from tfjobgen.place import place
 
 PROFILES = {name: REPO / "overlays" / name / "cluster-profile.yaml" for name in ("seed-80c", "prod-96c")}
 # spec.gang of each gang setting (a cell's profile is the base profile with it).
@@ -79,7 +80,7 @@ def skip_unless_gang_runs(gang: str, profile: str) -> None:
     module = importlib.import_module(f"tfjobgen.cluster.controllers.{module_name}")
     assert module.wanted(pipeline.load_profile(str(profile_file(profile, gang)))), \
         f"a {profile} profile with spec.gang {gang} does not start {gang}: controllers/{module_name}.py"
-    lacking = tools.missing(module.PROGRAMS)
+    lacking = programs.missing(module.PROGRAMS)
     need(gang, None if lacking else "built", f"{', '.join(lacking)} not built: run `make cluster-tools`")
 
 
@@ -128,11 +129,7 @@ class Clusters:
     @staticmethod
     def namespace(cluster: LocalCluster, name: str) -> None:
         """A restricted namespace, with what the cluster's gang admission needs in it (Kueue's LocalQueue)."""
-        cluster.restricted_namespace(name)
-        if "kueue" in cluster.state()["components"]:
-            from tfjobgen.cluster.controllers import kueue
-
-            kueue.open_queue(cluster.objects, pipeline.load_profile(cluster.state()["profile"]), name)
+        place.job_namespace(cluster.objects, name, pipeline.load_profile(cluster.state()["profile"]))
 
     def any(self) -> Running:
         """The cluster running now, else the first setting's."""

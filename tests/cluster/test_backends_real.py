@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 
 import pytest
-import tf_resolver
 from conftest import need, uses
 from real_support import GANGS, Cell, Clusters
 
+from tfjobgen.harness import tf_resolver
 from tfjobgen import backends
-from tfjobgen.cluster.measure import conformance
+from tfjobgen.harness import conformance
 from tfjobgen.shared import contract
 
 SAMPLE_JOBS = ("ctr-jobset", "wide-deep", "scene2-case1")

@@ -20,7 +20,8 @@ from cluster_support import (
 )
 from conftest import REPO, tfjobgen_command
 
-from tfjobgen.cluster import processes, tools
+from tfjobgen.cluster import processes
+from tfjobgen.artifacts import programs
 
 PROD = REPO / "overlays" / "prod-96c" / "cluster-profile.yaml"
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
@@ -47,7 +48,7 @@ def test_nodes_are_shaped_as_the_profile_says():
         assert classes["tfjobgen-ps"]["value"] == 2000 and classes["tfjobgen-ps"]["preemptionPolicy"] == "PreemptLowerPriority"
         assert classes["tfjobgen-worker"]["value"] == 1000 and classes["tfjobgen-worker"]["preemptionPolicy"] == "Never"
         version = cluster.kubectl("version", "-o", "json").stdout
-        stamped = tools.family_of("kube-apiserver").version
+        stamped = programs.family_of("kube-apiserver").version
         assert f'"gitVersion": "{stamped}"' in version  # stamped: controllers that parse it (Kueue) can
     assert not (SESSION_HOME / cluster.name).exists(), "down removes the cluster's files"
 
@@ -94,13 +95,13 @@ def test_a_profile_the_cluster_cannot_be_shaped_from_gets_one_line(tmp_path):
 def test_a_kubernetes_release_it_does_not_have_or_older_than_the_profile_gets_one_line():
     need_cluster_tools()
     unknown = tfjobgen("cluster", "up", "--name", "unknown-release", "--nodes", "1", "--kubernetes", "1.29")
-    have = ", ".join(sorted(f.version for f in tools.releases("kube-apiserver")))
+    have = ", ".join(sorted(f.version for f in programs.releases("kube-apiserver")))
     assert unknown.returncode == 1
     assert unknown.stderr.strip().splitlines() == [
         f"tfjobgen cluster up: --kubernetes 1.29: versions.yaml has no release 1.29 of kube-apiserver (it has {have})"]
     gang = REPO / "tests" / "cluster" / "profiles" / "gang-kubernetes.yaml"
     older = tfjobgen("cluster", "up", "--name", "older-release", "--nodes", "1", "--profile", str(gang))
-    default = tools.family_of("kube-apiserver").version
+    default = programs.family_of("kube-apiserver").version
     assert older.returncode == 1
     assert older.stderr.strip().splitlines() == [
         "tfjobgen cluster up: the profile 'gang-kubernetes' is for clusters running Kubernetes 1.37 or newer "

@@ -28,7 +28,7 @@ import pytest
 import yaml
 from cluster_support import LocalCluster, local_cluster, need_cluster_tools, tfjobgen
 from conftest import REPO, need
-from tfjobgen.cluster import tools
+from tfjobgen.artifacts import programs
 from tfjobgen.inputs import profile as profiles
 from tfjobgen.inputs.profile import WORKLOAD_API_SINCE
 
@@ -52,7 +52,7 @@ def gang(request):
             pytest.skip(f"Kubernetes {cluster_support.RELEASE} has no gang scheduling of its own "
                         f"(from {WORKLOAD_API_SINCE} on)")
         if not cluster_support.RELEASE:
-            family = tools.family_of("kube-apiserver", WORKLOAD_API_SINCE)
+            family = programs.family_of("kube-apiserver", WORKLOAD_API_SINCE)
             need(f"Kubernetes {WORKLOAD_API_SINCE}", "built" if family.is_built() else None,
                  f"{family.name} not built: run `make cluster-tools`")
             extra = ["--kubernetes", WORKLOAD_API_SINCE]
@@ -488,11 +488,11 @@ def _events(cluster: LocalCluster, namespace: str, pod: str | None, reason: str)
 def test_a_gang_scheduler_that_is_not_built_is_named_and_the_rest_of_the_cluster_runs(tmp_path):
     """A tools cache with the control plane and JobSet but no Volcano: `cluster up` says what is left out."""
     need_cluster_tools()
-    from tfjobgen.cluster import tools
+    from tfjobgen.artifacts import programs
 
     cache = tmp_path / "tools"
     cache.mkdir()
-    for family in tools.families():
+    for family in programs.families():
         if family.name != "volcano" and family.is_built():
             (cache / family.installed_in.name).symlink_to(family.installed_in)
     with local_cluster(PROFILES / "gang-volcano.yaml", 1, env={"TFJOBGEN_TOOLS_CACHE": str(cache)}) as cluster:

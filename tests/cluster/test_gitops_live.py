@@ -5,7 +5,7 @@ against a local cluster, syncing a temporary git repository cloned from this che
 One cluster and one Argo CD for the module (`tfjobgen cluster up --argocd REPO`, plugin mode); the
 tests run in order, each commit building on the last: a job is added, changed, broken, fixed,
 watched through its life, refused by the AppProject and retired; then the same Argo CD switches to
-rendered mode. demos/gitops_loop.py (make demo-gitops) drives the same Repo and ArgoCD.
+rendered mode. demos/gitops_loop.py (make demo-gitops) drives the same Repo and ArgoCD (harness/argocd_loop.py).
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ import yaml
 from cluster_support import SESSION_HOME, leftovers, local_cluster, need_cluster_tools, tfjobgen
 from conftest import REPO, need
 
-sys.path.insert(0, str(REPO / "demos"))
-from gitops_loop import SEED_PROFILE, ArgoCD, Repo, Seen, job_objects, job_pods, located, small_job  # noqa: E402
+from tfjobgen.harness.argocd_loop import SEED_PROFILE, ArgoCD, Repo, Seen, job_objects, job_pods, located, small_job
 
 pytestmark = [pytest.mark.cluster, pytest.mark.git, pytest.mark.kubectl]  # hydrate builds with kubectl
 

@@ -15,7 +15,8 @@ import pytest
 import yaml
 from cluster_support import need_cluster_tools
 from conftest import REPO
-from tfjobgen.cluster.measure import guarantees, place
+from tfjobgen.harness import guarantees
+from tfjobgen.place import place
 
 DESIGN = REPO / "docs" / "design.md"
 RUNS = REPO / "docs" / "placement-runs.json"

@@ -28,8 +28,8 @@ from cluster_support import RELEASE
 from conftest import REPO
 from real_support import Cell, Clusters
 
-from tfjobgen.cluster import tools
-from tfjobgen.cluster.measure import conformance
+from tfjobgen.artifacts import programs
+from tfjobgen.harness import conformance
 
 STATUSES = REPO / "tests" / "gitops" / "statuses"
 UPDATE = os.environ.get("UPDATE_STATUSES") == "1"
@@ -37,8 +37,8 @@ RECORDED_AS = "ml-training"  # the namespace the recorded messages name (jobs/ct
 KINDS = {"jobset": ("jobset.x-k8s.io/v1alpha2", "JobSet"), "tfjob": ("kubeflow.org/v1", "TFJob")}
 DONE = {"jobset": "Completed", "tfjob": "Succeeded"}  # the condition each writes when the job succeeded
 # Who writes the statuses: the releases a cluster of this run's Kubernetes runs (cluster-tools/versions.yaml).
-VERSIONS = {"jobset": f"JobSet {tools.family_for('jobset-controller', RELEASE).version}",
-            "tfjob": f"the training-operator {tools.family_of('training-operator').version}"}
+VERSIONS = {"jobset": f"JobSet {programs.family_for('jobset-controller', RELEASE).version}",
+            "tfjob": f"the training-operator {programs.family_of('training-operator').version}"}
 SCENARIOS = [("chief-succeeds", "ctr-jobset", False), ("worker-0-succeeds", "scene2-case1", False),
              ("permanent-exit", "ctr-jobset", False), ("evicted", "ctr-jobset", False),
              ("suspended", "ctr-jobset", True)]

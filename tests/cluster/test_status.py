@@ -29,7 +29,7 @@ from cluster_support import local_cluster, signals_as_a_terminal_gives_them, tfj
 from conftest import REPO, need, tfjobgen_command
 
 from tfjobgen.cluster import home
-from tfjobgen.cluster.measure import conformance
+from tfjobgen.harness import conformance
 from tfjobgen.cluster.plane import pki
 from tfjobgen.concerns import labels, promises
 from tfjobgen.expand import pipeline

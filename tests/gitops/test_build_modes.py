@@ -6,7 +6,7 @@ in-process, `intents` lets kustomize stop at the ClusterProfile and expands its 
 in-process, `shards` builds shares of the intents with the plugin, `whole` is one
 ordinary build. Each is compared here with `kubectl kustomize --enable-alpha-plugins`
 of the same overlay: on this repository's overlays, and on a generated repository of
-jobs of every topology, team and size (benchmarks/synthetic.py).
+jobs of every topology, team and size (tfjobgen/harness/synthetic.py).
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from gitops_support import copy_repo
 
 from tfjobgen.expand import emit
 from tfjobgen.gitops import build, layout
+from tfjobgen.harness import synthetic
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import synthetic  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import yaml
 from conftest import need, uses
 from gitops_support import commit_all, copy_repo, crd_dir, git, tfjobgen, write_job_list
 
-from tfjobgen.cluster import control, tools
+from tfjobgen.cluster import control
+from tfjobgen.artifacts import programs
 from tfjobgen.gitops import diff, markdown
 
 
@@ -93,7 +94,7 @@ def test_added_changed_and_removed_jobs_per_cluster(repo):
 
 
 def test_the_report_places_added_and_changed_jobs_on_the_real_scheduler(repo):
-    need("the local cluster's programs", None if tools.missing(control.CORE_PROGRAMS) else "built",
+    need("the local cluster's programs", None if programs.missing(control.CORE_PROGRAMS) else "built",
          "make cluster-tools builds them")
     add_job(repo, "ctr-small", "placement-experiments")
     edit(repo / "jobs" / "wide-deep.yaml", "worker: {replicas: 32,", "worker: {replicas: 40,")

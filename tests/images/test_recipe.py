@@ -1,4 +1,4 @@
-"""The images' input digest (generator/tfjobgen/images/recipe.py): the key a built image is found by.
+"""The images' input digest (generator/tfjobgen/artifacts/images/recipe.py): the key a built image is found by.
 
 Same inputs, same key; a changed input (constraints.txt, a source file) a new key, so `make images`
 rebuilds rather than reuse an image made of something else. Caches and bytecode are not inputs.
@@ -12,7 +12,7 @@ import pytest
 
 from conftest import REPO
 
-from tfjobgen.images import catalog, recipe, store
+from tfjobgen.artifacts.images import catalog, recipe, store
 from tfjobgen.shared import contract
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import need, uses
 
-from tfjobgen.images import catalog, oci, store
+from tfjobgen.artifacts.images import catalog, oci, store
 from tfjobgen.shared import contract
 
 POD_UID = 10000  # schemas/clusterprofile.schema.json's runAsUser default

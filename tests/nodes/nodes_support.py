@@ -35,7 +35,7 @@ def need_real_nodes() -> None:
     lacking = [p for p in bring_up.MACHINE_PROGRAMS if shutil.which(p) is None]
     need("Debian's node programs", None if lacking else "installed",
          f"{', '.join(lacking)} missing: .ci/run installs them with apt-get")
-    from tfjobgen.images import catalog, store
+    from tfjobgen.artifacts.images import catalog, store
 
     unbuilt = [name for name in catalog.FOR_NODES if store.built(name) is None]
     need("the images", None if unbuilt else "built", f"{', '.join(unbuilt)} not built: run `make images`")

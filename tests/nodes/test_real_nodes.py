@@ -33,7 +33,7 @@ from nodes_support import (PROFILE, apply, container_pid, exec_in, job_objects, 
                            remove_namespace, run_probe, running_pods, terminated)
 
 import machine
-from tfjobgen.cluster.measure import conformance
+from tfjobgen.harness import conformance
 from tfjobgen.concerns import labels
 
 JOBS = PROFILE.parent.parent / "jobs"

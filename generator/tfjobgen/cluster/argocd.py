@@ -31,7 +31,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import processes, tools
+from . import processes
+from ..artifacts import programs
 from .processes import Component
 
 MODES = ("plugin", "rendered")
@@ -100,12 +101,12 @@ def check(source: Source, cluster: str) -> None:
 
 def check_programs() -> None:
     """The programs Argo CD needs here, or ToolsMissing saying how to get them."""
-    lacking = tools.missing(PROGRAMS)
+    lacking = programs.missing(PROGRAMS)
     if lacking:
-        raise tools.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
-                                 f"(binaries go to {tools.cache_root()})")
+        raise programs.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
+                                 f"(binaries go to {programs.cache_root()})")
     if shutil.which("redis-server") is None:
-        raise tools.ToolsMissing("redis-server is not installed (Argo CD's cache): apt-get install redis-server")
+        raise programs.ToolsMissing("redis-server is not installed (Argo CD's cache): apt-get install redis-server")
 
 
 def _git(root: Path, *args: str) -> str | None:
@@ -144,7 +145,7 @@ def start(context, source: Source) -> dict:
     processes.wait_for(redis, lambda: _redis_ping(redis_port), START_TIMEOUT, f"PONG on 127.0.0.1:{redis_port}")
 
     context.say("Argo CD: CRDs, configuration, this cluster registered")
-    family = tools.family_of("argocd")
+    family = programs.family_of("argocd")
     context.install([o for o in _load(family.asset("manifests/crds")) if o["kind"] == "CustomResourceDefinition"])
     context.objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, manager=MANAGER)
     settings = _configuration(context, family, source)
@@ -157,7 +158,7 @@ def start(context, source: Source) -> dict:
         "ARGOCD_GPG_ENABLED": "false", "ARGOCD_PLUGINSOCKFILEPATH": str(folder / "plugins"),
         **{variable: settings[config_map][key] for variable, (config_map, key) in FROM_CONFIG.items()},
     }
-    argocd = str(tools.program("argocd"))
+    argocd = str(programs.program("argocd"))
     redis_address, repo_address = f"127.0.0.1:{redis_port}", f"127.0.0.1:{repo_port}"
     logs = ["--logformat", "text", "--loglevel", "info"]
 
@@ -230,7 +231,7 @@ def _plugin_name(plugin_yaml: Path) -> str:
     return f"{name}-{version}" if version else name
 
 
-def _configuration(context, family: tools.Family, source: Source) -> dict[str, dict]:
+def _configuration(context, family: programs.Family, source: Source) -> dict[str, dict]:
     """argocd-cm and the other configuration objects of the release, in namespace argocd; their data by name.
 
     argocd-cm gets the repository's argocd-cm-patch.yaml merged in, as docs/gitops.md says to; both
@@ -273,7 +274,7 @@ def _register_cluster(context) -> None:
                    "metadata": {"name": "argocd-manager-token", "namespace": "kube-system",
                                 "annotations": {"kubernetes.io/service-account.name": "argocd-manager"}}},
                   manager=MANAGER)
-    from .api import wait_until
+    from ..kube.api import wait_until
 
     token = wait_until(lambda: ((objects.get("v1", "Secret", "argocd-manager-token", "kube-system") or {})
                                 .get("data") or {}).get("token"), 30, "the argocd-manager ServiceAccount's token")
@@ -311,7 +312,7 @@ def _sidecar_path(folder: Path) -> Path:
     bash = shutil.which("bash") or "/bin/bash"
     (folder / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     (folder / "python3").chmod(0o755)
-    for name, target in (("bash", bash), ("kustomize", str(tools.program("kustomize")))):
+    for name, target in (("bash", bash), ("kustomize", str(programs.program("kustomize")))):
         link = folder / name
         if link.is_symlink() or link.exists():
             link.unlink()
@@ -333,7 +334,7 @@ def built_objects(source: Source, cluster: str) -> list[dict]:
         settings = yaml.safe_load(settings_file.read_text())
         settings["data"].update(repoURL=source.url, revision=source.revision)
         settings_file.write_text(yaml.safe_dump(settings, sort_keys=False))
-        proc = subprocess.run([str(tools.program("kustomize")), "build", str(copy / source.mode)],
+        proc = subprocess.run([str(programs.program("kustomize")), "build", str(copy / source.mode)],
                               capture_output=True, text=True, timeout=60)
     if proc.returncode != 0:
         raise ArgoCDError(f"kustomize build argocd/{source.mode}: "
@@ -363,7 +364,7 @@ def apply(objects, source: Source, cluster: str, timeout: float = 60) -> list[st
     destinations name; the Applications the ApplicationSet made, once it made them all."""
     from kubernetes.client.exceptions import ApiException
 
-    from .api import wait_until
+    from ..kube.api import wait_until
 
     built = built_objects(source, cluster)
     appsets = {o["metadata"]["name"]: sum(len(g["list"]["elements"]) for g in o["spec"]["generators"] if "list" in g)

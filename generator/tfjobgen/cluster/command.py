@@ -6,6 +6,7 @@
     tfjobgen cluster down [--name NAME]
     tfjobgen cluster list
 
+`tfjobgen place`, which starts clusters of its own, is place/command.py.
 Nothing here imports more than argparse until a command runs.
 """
 
@@ -37,7 +38,7 @@ def register(commands) -> None:
                     "PriorityClasses. Returns once every node is Ready; the last line on stdout is the kubeconfig's "
                     "path. The cluster runs until `tfjobgen cluster down`.")
     up.add_argument("--profile", metavar="FILE", help="ClusterProfile file (default: the embedded profile)")
-    up.add_argument("--nodes", type=_nodes, metavar="N",
+    up.add_argument("--nodes", type=node_count, metavar="N",
                     help="nodes of the main group, and of every pool the profile does not count")
     up.add_argument("--name", default=DEFAULT_NAME, help=f"the cluster's name (default: {DEFAULT_NAME})")
     up.add_argument("--real-nodes", type=_real_nodes, default=0, metavar="N",
@@ -61,27 +62,8 @@ def register(commands) -> None:
     listed = actions.add_parser("list", help="the local clusters and their kubeconfigs")
     listed.set_defaults(run=_list)
 
-    place = commands.add_parser(
-        "place", help="where the real kube-scheduler puts jobs, on a fresh local cluster of their profile",
-        description="Render the jobs, then for each creation order start a local cluster of the profile, create "
-                    "the jobs' objects in that (shuffled) order, wait for the scheduler to settle, and report per "
-                    "job: pods placed, pods Pending with the scheduler's reason, whether the topology's layout "
-                    "holds, preemptions. Exit 1 when a layout breaks or a pod stays Pending.")
-    place.add_argument("paths", nargs="+", metavar="JOB", help="TrainingJob files, or folders searched for *.yaml")
-    place.add_argument("--profile", metavar="FILE", help="ClusterProfile file (default: the embedded profile)")
-    place.add_argument("--orders", type=_orders, default=3, metavar="N", help="creation orders to try (default 3)")
-    place.add_argument("--seed", type=int, default=0, help="the first order's seed (default 0)")
-    place.add_argument("--lose-node", action="store_true",
-                       help="after placing, evict a PS, then lose a server running the jobs' pods")
-    place.add_argument("--nodes", type=_nodes, metavar="N",
-                       help="nodes of the main group (default: the profile's nodeCount, else what the jobs need)")
-    place.add_argument("--kubernetes", default="", metavar="RELEASE",
-                       help="the clusters' Kubernetes release, as for `cluster up` (default: the default release)")
-    place.add_argument("--format", choices=("table", "json", "markdown"), default="table")
-    place.set_defaults(run=_place)
 
-
-def _whole_number(text: str, least: str, most: int | None = None, why_most: str = "") -> int:
+def whole_number(text: str, least: str, most: int | None = None, why_most: str = "") -> int:
     """A flag's count: argparse prints the message after the flag's name (`argument --orders: ...`)."""
     import argparse
 
@@ -96,10 +78,10 @@ def _whole_number(text: str, least: str, most: int | None = None, why_most: str 
     return value
 
 
-def _nodes(text: str) -> int:
+def node_count(text: str) -> int:
     from .shape import MAX_NODES
 
-    return _whole_number(text, "a cluster needs at least 1 node", MAX_NODES,
+    return whole_number(text, "a cluster needs at least 1 node", MAX_NODES,
                          f"a local cluster holds at most {MAX_NODES} nodes")
 
 
@@ -108,23 +90,20 @@ def _real_nodes(text: str) -> int:
 
     if text.strip() == "0":
         return 0
-    return _whole_number(text, "0 or more real nodes", MAX_REAL_NODES,
+    return whole_number(text, "0 or more real nodes", MAX_REAL_NODES,
                          f"at most {MAX_REAL_NODES} real nodes fit the cluster's bridge")
 
 
-def _orders(text: str) -> int:
-    return _whole_number(text, "place tries at least 1 creation order")
-
-
 def _tools(args) -> int:
-    from . import tools
+    from ..artifacts import go_build
 
-    return tools.build_all(args.families, list_only=args.list)
+    return go_build.build_all(args.families, list_only=args.list)
 
 
 def _up(args) -> int:
     from ..expand import pipeline
-    from . import argocd, control, processes, shape, tools
+    from . import argocd, control, processes, shape
+    from ..artifacts import programs
     from .nodes import bring_up, network
 
     def say(line: str) -> None:
@@ -140,7 +119,7 @@ def _up(args) -> int:
         gitops = argocd.source(args.argocd, args.argocd_mode or "plugin") if args.argocd else None
         state = control.up(pipeline.load_profile(args.profile), args.nodes, args.name, say, warn, gitops,
                            real_nodes=args.real_nodes, kubernetes=args.kubernetes)
-    except (control.ClusterError, argocd.ArgoCDError, tools.ToolsMissing, processes.StartFailed, TimeoutError,
+    except (control.ClusterError, argocd.ArgoCDError, programs.ToolsMissing, processes.StartFailed, TimeoutError,
             shape.TooManyNodes, bring_up.NodesError, network.NetworkError) as err:
         print(f"tfjobgen cluster up: {err}", file=sys.stderr)
         return EXIT_FAILED
@@ -175,59 +154,3 @@ def _list(args) -> int:
     print(table.render(["NAME", "PROFILE", "KUBERNETES", "NODES", "REAL", "PROCESSES", "KUBECONFIG"], rows) if rows
           else "no local clusters")
     return EXIT_OK
-
-
-def _place(args) -> int:
-    import json
-
-    from ..expand import pipeline
-    from ..inputs.problems import InvalidInput
-    from ..kit import table
-    from . import control, processes, shape, tools
-    from .measure import place
-
-    profile = pipeline.load_profile(args.profile)
-    try:
-        intents, problems = pipeline.load_intents(args.paths)
-    except FileNotFoundError as err:
-        print(f"tfjobgen place: no such file or folder: {err.filename}", file=sys.stderr)
-        return 2
-    expansion = pipeline.expand(intents, profile)
-    problems += expansion.problems
-    if any(p.is_error for p in problems) or not intents:
-        raise InvalidInput(problems or [_no_jobs(args.paths)])
-    objects = expansion.in_order()
-    nodes = args.nodes or place.nodes_needed(expansion.jobs, profile, spare=1 if args.lose_node else 0)
-    runs = []
-    for seed in range(args.seed, args.seed + args.orders):
-        print(f"place: order {seed} ({seed - args.seed + 1} of {args.orders}) ...", file=sys.stderr, flush=True)
-        try:
-            runs.append(place.run_order(objects, profile, nodes, seed, args.lose_node, f"place-{seed}-{_pid()}",
-                                        lambda line: print(f"place: {line}", file=sys.stderr, flush=True),
-                                        kubernetes=args.kubernetes))
-        except (control.ClusterError, tools.ToolsMissing, processes.StartFailed, TimeoutError, shape.TooManyNodes) as err:
-            print(f"tfjobgen place: {err}", file=sys.stderr)
-            return EXIT_FAILED
-    if args.format == "json":
-        print(json.dumps(place.as_json(runs), indent=1))
-    else:
-        render = table.markdown if args.format == "markdown" else table.render
-        print(render(place.HEADERS, place.rows(runs)))
-        notes = place.details(runs)
-        if notes:
-            print("\n" + "\n".join(
-                f"- {line}" if args.format == "markdown" else line for line in notes))
-    return EXIT_OK if all(run.good for run in runs) else EXIT_FAILED
-
-
-def _no_jobs(paths):
-    from ..inputs.problems import Problem
-
-    return Problem("no TrainingJob found (a job file has apiVersion: tfjobgen.dev/v1alpha1 and kind: TrainingJob)",
-                   file=" ".join(paths))
-
-
-def _pid() -> int:
-    import os
-
-    return os.getpid()

@@ -21,13 +21,15 @@ from typing import Callable
 from ..expand import pipeline
 from ..inputs.problems import InvalidInput
 from ..inputs.profile import ClusterProfile
-from . import api, argocd, controllers, home, processes, shape, tools
+from ..kube import api
+from . import argocd, controllers, home, processes, shape
+from ..artifacts import programs
 from .nodes import bring_up, teardown
 from .plane import components, pki, release
 from .plane.components import ClusterFiles
 
 CORE_PROGRAMS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
-PRIORITY_CLASSES_FILE = tools.REPO / "docs" / "priority-classes.yaml"
+PRIORITY_CLASSES_FILE = programs.REPO / "docs" / "priority-classes.yaml"
 START_TIMEOUT = 60.0
 
 
@@ -47,16 +49,16 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
     if errors:
         raise InvalidInput(errors)
     groups = shape.node_groups(profile, nodes)
-    lacking = tools.missing(CORE_PROGRAMS)
+    lacking = programs.missing(CORE_PROGRAMS)
     if lacking:
-        raise tools.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
-                                 f"(binaries go to {tools.cache_root()})")
+        raise programs.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
+                                 f"(binaries go to {programs.cache_root()})")
     try:
         chosen = release.choose(profile, kubernetes)
     except release.ReleaseRefused as err:
         raise ClusterError(str(err)) from None
     if real_nodes and chosen.family.release_of:
-        raise ClusterError(f"--real-nodes: the nodes' kubelet is {tools.family_of('kubelet').version}, and a kubelet "
+        raise ClusterError(f"--real-nodes: the nodes' kubelet is {programs.family_of('kubelet').version}, and a kubelet "
                            f"newer than its API server ({chosen.version}) is not supported: real nodes run on the "
                            "default release only")
     if gitops:
@@ -88,7 +90,7 @@ def _plan_real_nodes(profile, groups, count: int, folder: Path) -> list:
 
 def _node_images() -> list | None:
     """The images real nodes pull, as built by `make images`; None when one is not built."""
-    from ..images import catalog, store
+    from ..artifacts.images import catalog, store
 
     found = []
     for name in catalog.FOR_NODES:

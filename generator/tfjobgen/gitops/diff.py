@@ -84,7 +84,7 @@ def placement_of(root: Path, overlay: str, objects: list[dict], keys: list[str],
     profile (`tfjobgen place`, two creation orders): "" when no job was added or changed."""
     if not keys:
         return ""
-    from ..cluster.measure import place
+    from ..place import place
 
     wanted = set(keys)
     mine = [o for o in objects if f"{o['metadata'].get('namespace', '')}/{_job_label(o)}" in wanted]

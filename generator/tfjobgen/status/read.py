@@ -108,7 +108,7 @@ class Reader:
     """A connection to one cluster, and the reads `tfjobgen status` makes of it."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None):
-        from ..cluster import api
+        from ..kube import api
 
         try:
             client = api.connect(kubeconfig, context, retries=1)

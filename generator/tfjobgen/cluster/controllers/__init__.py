@@ -31,7 +31,9 @@ from typing import Callable
 
 from ...inputs.profile import ClusterProfile
 from ...kit import owned
-from .. import api, processes, tools
+from ...kube import api
+from .. import processes
+from ...artifacts import programs
 from ..plane import pki
 from ..plane.components import API_BURST, API_QPS, ClusterFiles
 
@@ -85,7 +87,7 @@ class Context:
         """A controller-runtime manager (JobSet, Kueue) started with its Configuration file (manager_settings),
         returned once its webhook server answers and it is ready. `release`: of the program (default: versions.yaml's)."""
         process = self.launch(processes.Component(name, [
-            str(tools.program(program, release)), f"--config={config_file}", f"--kubeconfig={self.files.kubeconfig}",
+            str(programs.program(program, release)), f"--config={config_file}", f"--kubeconfig={self.files.kubeconfig}",
             "--zap-log-level=info",
         ]))
         wait_serving(process, webhook_port, self.ca)
@@ -187,7 +189,7 @@ def kustomized(folder: Path) -> list[dict]:
 
     import yaml
 
-    built = subprocess.run([str(tools.program("kustomize")), "build", str(folder)], capture_output=True, text=True,
+    built = subprocess.run([str(programs.program("kustomize")), "build", str(folder)], capture_output=True, text=True,
                            check=True, timeout=60)
     return [doc for doc in yaml.safe_load_all(built.stdout) if doc]
 
@@ -209,8 +211,8 @@ def start_all(files: ClusterFiles, ca: pki.Pair, objects: api.Objects, profile: 
         if not module.wanted(profile):
             continue
         try:
-            lacking = tools.missing(module.PROGRAMS, kubernetes)
-        except tools.TooOld as err:  # versions.yaml's needs_kubernetes: no release of it runs on this cluster
+            lacking = programs.missing(module.PROGRAMS, kubernetes)
+        except programs.TooOld as err:  # versions.yaml's needs_kubernetes: no release of it runs on this cluster
             outcome.missing[module.NAME] = str(err)
             warn(f"{module.NAME} left out: {err}")
             continue
@@ -223,7 +225,7 @@ def start_all(files: ClusterFiles, ca: pki.Pair, objects: api.Objects, profile: 
         begun = time.monotonic()
         try:
             module.start(context)
-        except (processes.StartFailed, TimeoutError, OSError, InstallRefused, tools.ToolsMissing) as err:
+        except (processes.StartFailed, TimeoutError, OSError, InstallRefused, programs.ToolsMissing) as err:
             for process in context.started:
                 process.popen.kill()
                 process.popen.wait()

@@ -8,7 +8,7 @@ manifests (config/components/webhook, its patches applied by kustomize), served 
 
 from __future__ import annotations
 
-from .. import tools
+from ...artifacts import programs
 from . import Context, kustomized, load_yaml_files, manager_settings
 
 NAME = "jobset"
@@ -21,8 +21,8 @@ def wanted(profile) -> bool:
 
 def start(context: Context) -> None:
     # The release this cluster's Kubernetes runs (versions.yaml's needs_kubernetes: 1.30 runs JobSet v0.10.1).
-    family = tools.family_for("jobset-controller", context.kubernetes)
-    tools.program("jobset-controller", family.version)  # ToolsMissing names the command that builds it
+    family = programs.family_for("jobset-controller", context.kubernetes)
+    programs.program("jobset-controller", family.version)  # ToolsMissing names the command that builds it
     context.install(load_yaml_files(family.asset("config/components/crd/bases")))
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     certificates = context.serving_certificate(NAME)

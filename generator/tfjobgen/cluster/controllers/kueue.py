@@ -31,7 +31,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from ...inputs import quantity
-from .. import api, tools
+from ...kube import api
+from ...artifacts import programs
 from . import Context, load_yaml_files, manager_settings
 
 NAME = "kueue"
@@ -60,7 +61,7 @@ def wanted(profile) -> bool:
 
 
 def start(context: Context) -> None:
-    family = tools.family_of("kueue")
+    family = programs.family_of("kueue")
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     bundle = base64.b64encode(context.ca.cert.read_bytes()).decode()
     crds = load_yaml_files(family.asset("config/components/crd/bases"))

@@ -13,7 +13,8 @@ from __future__ import annotations
 import ssl
 import urllib.request
 
-from .. import processes, tools
+from .. import processes
+from ...artifacts import programs
 from ..plane import components
 from ..processes import Component
 from . import Context, load_yaml_files, wait_healthy
@@ -51,18 +52,18 @@ def configuration(context: Context) -> dict:
 
 
 def start(context: Context) -> None:
-    family = tools.family_of("coscheduler")
+    family = programs.family_of("coscheduler")
     # The controller also reconciles ElasticQuotas: without their CRD its manager does not start.
     context.install(load_yaml_files(family.asset("manifests/coscheduling/crd.yaml"))
                     + load_yaml_files(family.asset("manifests/capacityscheduling/crd.yaml")))
     scheduler_port, probe_port, metrics_port = context.ports("scheduler", "controller-health", "controller-metrics")
     config_file = context.write_config("coscheduler.json", configuration(context))
     controller = context.launch(Component("coscheduling-controller", [
-        str(tools.program("coscheduling-controller")), f"--probeAddr=127.0.0.1:{probe_port}",
+        str(programs.program("coscheduling-controller")), f"--probeAddr=127.0.0.1:{probe_port}",
         f"--metricsAddr=127.0.0.1:{metrics_port}", "--qps=500", "--burst=1000", "--workers=4",
     ], env={"KUBECONFIG": str(context.files.kubeconfig)}))  # it reads no --kubeconfig flag of its own
     scheduler = context.launch(Component("coscheduler", [
-        str(tools.program("coscheduler")), f"--config={config_file}",
+        str(programs.program("coscheduler")), f"--config={config_file}",
         "--bind-address=127.0.0.1", f"--secure-port={scheduler_port}", "--profiling=false", "--v=1",
         f"--pod-max-in-unschedulable-pods-duration={UNSCHEDULABLE_RETRY}",
     ]))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ...concerns import gang
 from ...inputs.profile import ClusterProfile
-from .. import tools
+from ...artifacts import programs
 from ..processes import Component
 from . import Context, kustomized, load_yaml_files, wait_healthy, wait_serving
 
@@ -47,7 +47,7 @@ def arguments(profile: ClusterProfile, *, kubeconfig: Path, certificates: Path, 
     elif scheduler == "scheduler-plugins":
         gang_flags = [f"--gang-scheduler-name={profile.gang.scheduler_name}"]
     return [
-        str(tools.program("training-operator")),
+        str(programs.program("training-operator")),
         f"--kubeconfig={kubeconfig}",
         "--enable-scheme=tfjob",
         "--webhook-host=127.0.0.1", f"--webhook-server-port={webhook_port}", f"--webhook-cert-dir={certificates}",
@@ -72,7 +72,7 @@ def tfjob_webhooks(configurations: list[dict]) -> list[dict]:
 
 
 def start(context: Context) -> None:
-    family = tools.family_of("training-operator")
+    family = programs.family_of("training-operator")
     context.install(load_yaml_files(family.asset(CRD)))
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     certificates = context.serving_certificate(NAME)

@@ -18,7 +18,8 @@ only where one server has room for all of it (docs/design.md, gang admission, ha
 
 from __future__ import annotations
 
-from .. import api, tools
+from ...kube import api
+from ...artifacts import programs
 from ..processes import Component
 from . import Context, load_yaml_files, wait_healthy
 
@@ -50,12 +51,12 @@ def wanted(profile) -> bool:
 
 
 def start(context: Context) -> None:
-    family = tools.family_of("vc-scheduler")
+    family = programs.family_of("vc-scheduler")
     context.install(load_yaml_files(family.asset("installer/helm/chart/volcano/crd/bases")))
     (health_port,) = context.ports("health")
     config_file = context.write_config("volcano-scheduler.conf", CONFIGURATION)  # YAML, which reads JSON
     process = context.launch(Component(NAME, [
-        str(tools.program("vc-scheduler")), f"--kubeconfig={context.files.kubeconfig}",
+        str(programs.program("vc-scheduler")), f"--kubeconfig={context.files.kubeconfig}",
         f"--scheduler-name={SCHEDULER_NAME}", f"--scheduler-conf={config_file}",
         "--schedule-period=200ms",  # its default is 1 s between sessions: a gang waits that long to be seen
         "--leader-elect=false", "--enable-healthz", f"--healthz-address=127.0.0.1:{health_port}",

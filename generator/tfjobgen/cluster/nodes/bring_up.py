@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from ...inputs.profile import ClusterProfile
-from .. import processes, tools
+from .. import processes
+from ...artifacts import programs
 from ..plane import pki
 from . import host, network, node as node_files
 from .node import RealNode
@@ -76,10 +77,10 @@ def check_machine(nodes: list[RealNode], images: list[Image] | None) -> None:
         raise NodesError(f"real nodes need Debian's {', '.join(lacking)}: apt-get install "
                          f"{' '.join(n for n in MACHINE_PROGRAMS if shutil.which(n) is None and n != 'nsenter')}"
                          " (.ci/run installs them)")
-    missing = tools.missing(NODE_PROGRAMS)
+    missing = programs.missing(NODE_PROGRAMS)
     if missing:
-        raise tools.ToolsMissing(f"{', '.join(missing)} not built: run `make cluster-tools` "
-                                 f"(binaries go to {tools.cache_root()})")
+        raise programs.ToolsMissing(f"{', '.join(missing)} not built: run `make cluster-tools` "
+                                 f"(binaries go to {programs.cache_root()})")
     if images is None:
         raise NodesError("the images are not built: run `make images`")
     if len(nodes) > network.MAX_REAL_NODES:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import tools
+from ...artifacts import programs
 from ..processes import Component
 from .network import API_RELAY_PORT, BRIDGE_ADDRESS, DNS_PORT, REGISTRY_RELAY_PORT
 
@@ -103,7 +103,7 @@ def corefile(cluster_domain: str, kubeconfig: Path) -> str:
 
 
 def coredns(config: Path) -> Component:
-    return Component("coredns", [str(tools.program("coredns")), "-conf", str(config)])
+    return Component("coredns", [str(programs.program("coredns")), "-conf", str(config)])
 
 
 def dns_ready_url() -> str:
@@ -121,5 +121,5 @@ def registry_config(storage: Path, port: int) -> str:
 
 
 def registry(config: Path) -> Component:
-    return Component("registry", [str(tools.program("registry")), "serve", str(config)],
+    return Component("registry", [str(programs.program("registry")), "serve", str(config)],
                      env={"OTEL_TRACES_EXPORTER": "none"})  # distribution 3 exports traces unless told not to

@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...images import catalog
-from .. import tools
+from ...artifacts.images import catalog
+from ...artifacts import programs
 from ..processes import Component
 from .network import BRIDGE_ADDRESS, REGISTRY_RELAY_PORT, NodeAddresses
 
@@ -88,7 +88,7 @@ def containerd_config(node: RealNode) -> str:
         "  SystemdCgroup = false",
         f'  Root = "{d / "containerd" / "runc"}"  # runc\'s state: else one folder for every node',
         f"[{cri}.cni]",
-        f'  bin_dir = "{tools.family_of("bridge").installed_in}"',
+        f'  bin_dir = "{programs.family_of("bridge").installed_in}"',
         f'  conf_dir = "{d / "cni" / "net.d"}"',
         "  max_conf_num = 1",
         f"[{cri}.registry]",
@@ -157,7 +157,7 @@ def containerd(node: RealNode) -> Component:
 def kubelet(node: RealNode) -> Component:
     d = node.folder
     return Component(f"kubelet-{node.name}", in_namespace(node, [
-        str(tools.program("kubelet")), f"--config={d / 'kubelet.json'}", f"--kubeconfig={node.kubeconfig}",
+        str(programs.program("kubelet")), f"--config={d / 'kubelet.json'}", f"--kubeconfig={node.kubeconfig}",
         f"--root-dir={d / 'kubelet'}", f"--cert-dir={d / 'kubelet' / 'pki'}",
         f"--hostname-override={node.name}", f"--node-ip={node.addresses.address}", "--v=1",
     ]), cgroup=node.daemons_cgroup)
@@ -167,7 +167,7 @@ def kube_router(node: RealNode, kubeconfig: Path, service_range: str) -> Compone
     """kube-router's NetworkPolicy controller only (no routing, no service proxy): iptables and ipsets in
     the node's namespace."""
     return Component(f"kube-router-{node.name}", in_namespace(node, [
-        str(tools.program("kube-router")), f"--kubeconfig={kubeconfig}", f"--hostname-override={node.name}",
+        str(programs.program("kube-router")), f"--kubeconfig={kubeconfig}", f"--hostname-override={node.name}",
         "--run-firewall=true", "--run-router=false", "--run-service-proxy=false", "--run-loadbalancer=false",
         "--enable-ipv4=true", "--enable-ipv6=false", "--enable-cni=false",
         f"--service-cluster-ip-range={service_range}", "--health-port=0", "--metrics-port=0", "--v=1",

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import tools
+from ...artifacts import programs
 from ..nodes.network import REAL_POD_RANGE
 from ..processes import Component
 from .release import Release
@@ -50,7 +50,7 @@ class ClusterFiles:
 def etcd(files: ClusterFiles, client_port: int, peer_port: int) -> Component:
     client, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
     return Component("etcd", [
-        str(tools.program("etcd")), "--name=local", f"--data-dir={files.home / 'etcd'}",
+        str(programs.program("etcd")), "--name=local", f"--data-dir={files.home / 'etcd'}",
         f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
         f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}", f"--initial-cluster=local={peer}",
         "--listen-metrics-urls=", "--log-level=warn",
@@ -150,7 +150,7 @@ def kube_scheduler(files: ClusterFiles, port: int, release: Release) -> Componen
 def kwok(files: ClusterFiles) -> Component:
     stages = Path(__file__).with_name("kwok.yaml")
     return Component("kwok", [
-        str(tools.program("kwok")),
+        str(programs.program("kwok")),
         f"--kubeconfig={files.kubeconfig}", f"--config={stages}",
         "--node-ip=10.240.0.1",  # the address every fake node reports (it is never dialled)
     ])

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...inputs.profile import ClusterProfile, release
-from .. import tools
+from ...artifacts import programs
 
 GANG_GATES = ("GenericWorkload=true",)
 GANG_APIS = ("scheduling.k8s.io/v1beta1=true",)
@@ -36,7 +36,7 @@ class ReleaseRefused(Exception):
 class Release:
     """The control plane's programs of one release, with the gates and API versions turned on."""
 
-    family: tools.Family
+    family: programs.Family
     feature_gates: tuple[str, ...] = ()  # "Name=true", for every control-plane program
     runtime_config: tuple[str, ...] = ()  # "group/version=true", for the API server
 
@@ -45,7 +45,7 @@ class Release:
         return self.family.version
 
     def program(self, name: str) -> str:
-        return str(tools.program(name, self.family.version))
+        return str(programs.program(name, self.family.version))
 
     def flags(self, api_server: bool = False) -> list[str]:
         flags = [f"--feature-gates={','.join(self.feature_gates)}"] if self.feature_gates else []
@@ -58,9 +58,9 @@ class Release:
 
 def choose(profile: ClusterProfile, requested: str) -> Release:
     """The release `cluster up --kubernetes requested` runs ("" for the default), with the gates the profile
-    needs; ReleaseRefused or tools.ToolsMissing (with the command that builds it) when it cannot run."""
+    needs; ReleaseRefused or programs.ToolsMissing (with the command that builds it) when it cannot run."""
     try:
-        family = tools.family_of("kube-apiserver", requested)
+        family = programs.family_of("kube-apiserver", requested)
     except KeyError as err:
         raise ReleaseRefused(f"--kubernetes {requested}: {err.args[0]}") from None
     if release(family.version) < release(profile.kubernetes_version):
@@ -69,7 +69,7 @@ def choose(profile: ClusterProfile, requested: str) -> Release:
             f"(spec.kubernetesVersion), and this cluster would run {family.version}: pass --kubernetes "
             f"{profile.kubernetes_version} (or a newer release of cluster-tools/versions.yaml)")
     for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
-        tools.program(name, family.version)  # ToolsMissing names `tfjobgen cluster tools <family>`
+        programs.program(name, family.version)  # ToolsMissing names `tfjobgen cluster tools <family>`
     if profile.gang.scheduler != "kubernetes":
         return Release(family)
     gates = GANG_GATES + (GROUPS_ON_ONE_SERVER_GATES if profile.gang.colocated_groups == "scheduler" else ())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from ...inputs.profile import WORKLOAD_API_SINCE
+from ..inputs.profile import WORKLOAD_API_SINCE
 
 
 @dataclass(frozen=True)

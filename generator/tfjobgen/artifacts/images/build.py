@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..shared import contract
+from ...shared import contract
 from . import catalog, oci, recipe, rootfs, store
 from .steps import BuildFailed, Steps, ToolMissing, need
 
@@ -218,11 +218,11 @@ def plugin(steps: Steps) -> store.BuiltImage:
     """tfjobgen-argocd-plugin: argocd/plugin/Dockerfile's recipe on the runtime's base layer: the generator's
     dependencies and tfjobgen, kustomize (cluster-tools' build of the release Argo CD ships), plugin.yaml
     where argocd-cmp-server reads it, user 999."""
-    from ..cluster import tools
+    from .. import programs
 
     try:
-        kustomize = tools.program("kustomize")
-    except (tools.ToolsMissing, KeyError) as err:
+        kustomize = programs.program("kustomize")
+    except (programs.ToolsMissing, KeyError) as err:
         raise InputMissing(f"{catalog.PLUGIN} needs kustomize: {err}") from None
     name, tag = catalog.PLUGIN, catalog.tag(catalog.PLUGIN)
     key = recipe.plugin_key(kustomize)
@@ -243,7 +243,7 @@ def plugin(steps: Steps) -> store.BuiltImage:
     ]
     return _app_image(steps, name, tag, key, [deps_stage.tree, base_stage.tree], deps_stage, recipe.commit_epoch(),
                       extra, {"user": str(uid), "env": {**IMAGE_ENV, "HOME": home}, "entrypoint": (),
-                              "workdir": home}, extra_packages=[f"kustomize {tools.family_of('kustomize').version}"])
+                              "workdir": home}, extra_packages=[f"kustomize {programs.family_of('kustomize').version}"])
 
 
 def _app_image(steps: Steps, name: str, tag: str, key: str, lowers: list[Path], below: Stage, epoch: int,
@@ -331,11 +331,11 @@ def _one_file_tar(binary: Path, path: str, target: Path) -> None:
 
 def pause(steps: Steps) -> store.BuiltImage:
     """registry.k8s.io/pause:3.10.1 from cluster-tools' pause binary."""
-    from ..cluster import tools
+    from .. import programs
 
     try:
-        binary = tools.program("pause")
-    except tools.ToolsMissing as err:
+        binary = programs.program("pause")
+    except programs.ToolsMissing as err:
         raise InputMissing(str(err)) from None
     except KeyError:
         raise InputMissing("pause is not built: run `make cluster-tools` (no family of cluster-tools/versions.yaml "
@@ -367,23 +367,23 @@ OPTIONAL = (catalog.PAUSE, catalog.PLUGIN)
 
 def _current_key(name: str) -> str | None:
     """The input digest the image would be built from now (None: an input is missing)."""
-    from ..cluster import tools
+    from .. import programs
 
     try:
         if name == catalog.RUNTIME:
             return recipe.runtime_key(contract.RUNTIME_COMMAND)
         if name == catalog.PLUGIN:
-            return recipe.plugin_key(tools.program("kustomize"))
-        return recipe.single_binary_key(tools.program("pause"), catalog.PAUSE, catalog.PAUSE_TAG, PAUSE_ENTRYPOINT,
+            return recipe.plugin_key(programs.program("kustomize"))
+        return recipe.single_binary_key(programs.program("pause"), catalog.PAUSE, catalog.PAUSE_TAG, PAUSE_ENTRYPOINT,
                                         PAUSE_USER)
-    except (tools.ToolsMissing, KeyError):
+    except (programs.ToolsMissing, KeyError):
         return None
 
 
 def build_all(names: list[str], list_only: bool = False, quiet: bool = False) -> int:
     """Build what is missing or out of date; print a table. Exit 1 when a named image (or the runtime)
     could not be built."""
-    from ..kit import table
+    from ...kit import table
 
     chosen = names or list(catalog.NAMES)
     for name in chosen:

@@ -1,7 +1,7 @@
 """What runs inside a build's private mount namespace: mounts, then steps, then nothing is left.
 
 rootfs.run() starts `unshare --mount --propagation private --fork --kill-child -- python -m
-tfjobgen.images.inside SPEC`. The mounts made here (an overlay, bind mounts of the wheels, /dev,
+tfjobgen.artifacts.images.inside SPEC`. The mounts made here (an overlay, bind mounts of the wheels, /dev,
 /proc) belong to that namespace alone and vanish when its last process ends, on success, on a
 failure or on Ctrl-C: nothing is ever left mounted on the host. Each child gets SIGKILL when this
 process dies (PR_SET_PDEATHSIG), so a killed build leaves no process holding the namespace.

@@ -27,9 +27,9 @@ ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "
 
 def run(steps: Steps, spec: dict, env: dict | None = None) -> None:
     """inside.py's SPEC, in a private mount namespace that dies with this build (`env`: for host steps)."""
-    package_root = Path(__file__).resolve().parents[2]
+    package_root = Path(__file__).resolve().parents[3]
     steps.run(["unshare", "--mount", "--propagation", "private", "--fork", "--kill-child", "--",
-               sys.executable, "-m", "tfjobgen.images.inside", json.dumps(spec)],
+               sys.executable, "-m", "tfjobgen.artifacts.images.inside", json.dumps(spec)],
               env={**(env or {}), "PYTHONPATH": str(package_root), "PYTHONDONTWRITEBYTECODE": "1"})
 
 

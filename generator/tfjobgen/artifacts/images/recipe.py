@@ -20,7 +20,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 # Bump when a build step changes what it writes: every image built before is rebuilt.
 RECIPE_VERSION = "2"
 BASE_EPOCH = 1735689600  # 2025-01-01T00:00:00Z: base and dependency layers keep their digests across commits

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 SEED = 20261123
 TEAMS = 20
 COPIED = ("bases", "overlays", "plugins")

@@ -15,7 +15,7 @@ import json
 import subprocess
 import sys
 
-from tfjobgen.shared import contract
+from ..shared import contract
 
 # One line of cases in, one line of the misread ones out, for as long as stdin is open.
 _RESOLVE = """

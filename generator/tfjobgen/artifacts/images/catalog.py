@@ -13,7 +13,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 RUNTIME = "tfjobgen-runtime"
 PLUGIN = "tfjobgen-argocd-plugin"
 PAUSE = "pause"

@@ -25,16 +25,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ... import backends
-from ...backends.base import DecodedJob
-from ...concerns import pods
-from ...concerns.gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
-from ...expand import pipeline
-from ...inputs import source
-from ...inputs.intents import Intent
-from ...inputs.problems import has_errors
-from ...shared import contract
-from .. import api
+from .. import backends
+from ..backends.base import DecodedJob
+from ..concerns import pods
+from ..concerns.gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
+from ..expand import pipeline
+from ..inputs import source
+from ..inputs.intents import Intent
+from ..inputs.problems import has_errors
+from ..shared import contract
+from ..kube import api
 from . import gangs
 
 # What the API server appends to a generateName (k8s.io/apiserver names.SimpleNameGenerator).
@@ -238,16 +238,9 @@ def _service_differences(predicted: dict, real: dict) -> list[str]:
 
 # ---- applying and waiting --------------------------------------------------------------------
 
-def restricted_namespace(objects: api.Objects, name: str) -> None:
-    """A namespace whose pods must meet Pod Security "restricted" (the real admission plugin enforces it)."""
-    objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": name, "labels": {"pod-security.kubernetes.io/enforce": "restricted",
-                                 "pod-security.kubernetes.io/enforce-version": "latest"}}})
-
-
 def install_addon_crds(objects: api.Objects, crd_folder: Path) -> None:
     """The CRDs of the kinds a job emits for add-ons the cluster does not run (monitoring)."""
-    from ..controllers import install, load_yaml_files
+    from ..cluster.controllers import install, load_yaml_files
 
     install(objects, [crd for name in ADDON_CRDS for crd in load_yaml_files(crd_folder / name)])
 

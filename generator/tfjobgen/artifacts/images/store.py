@@ -64,7 +64,7 @@ class BuiltImage:
 
 
 def cache_root() -> Path:
-    from ..kit import caches
+    from ...kit import caches
 
     return caches.folder("images", CACHE_ENV)
 

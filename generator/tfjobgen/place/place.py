@@ -18,13 +18,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ... import backends
-from ...concerns import promises
-from ...inputs.intents import Intent
-from ...inputs.profile import ClusterProfile
-from .. import api, control
-from ..controllers import kueue
-from ..plane import stages
+from .. import backends
+from ..concerns import promises
+from ..inputs.intents import Intent
+from ..inputs.profile import ClusterProfile
+from ..kube import api
+from ..cluster import control
+from ..cluster.controllers import kueue
+from ..cluster.plane import stages
 
 QUIET_SECONDS = 2.0  # nothing moved for this long: the scheduler is done with what it can place
 STUCK_SECONDS = 30.0  # a preemption that has not moved for this long is reported, not waited for
@@ -67,7 +68,7 @@ def nodes_needed(jobs, profile: ClusterProfile, spare: int) -> int | None:
     added up (each fits however the others land), plus `spare`. None when the profile counts them."""
     if profile.node_count is not None:
         return None
-    from ...concerns import capacity
+    from ..concerns import capacity
 
     needed = sum(capacity.capacity(job, profile).own.nodes.get(capacity.NO_POOL, 0) for job in jobs)
     return max(needed, 1) + spare
@@ -84,14 +85,27 @@ def run_order(objects: list[dict], profile: ClusterProfile, nodes: int | None, s
         control.down(name)
 
 
+RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
+
+
+def job_namespace(objects: api.Objects, name: str, profile: ClusterProfile | None = None,
+                  restricted: bool = True) -> None:
+    """A namespace jobs can run in on a local cluster: Pod Security "restricted", enforced by the real admission
+    plugin, and the profile's LocalQueue when it queues with Kueue (Kueue admits nothing from a namespace
+    without it; a LocalQueue belongs with its namespace, so tfjobgen names it and emits none). The one home
+    of this for place, the tests and the benchmarks."""
+    objects.apply({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": name, **({"labels": RESTRICTED} if restricted else {})}})
+    if profile is not None:
+        kueue.open_queue(objects, profile, name)
+
+
 def _place(client: api.Objects, objects: list[dict], seed: int, lose_node: bool, node_count: int, say,
            profile: ClusterProfile) -> Run:
     expected = _expected_pods(objects)
     namespaces = sorted({o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")})
     for namespace in namespaces:
-        client.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-            "name": namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
-        kueue.open_queue(client, profile, namespace)
+        job_namespace(client, namespace, profile)
     rng = random.Random(seed)
     known = [o for o in objects if client.has_kind(o["apiVersion"], o["kind"])]
     skipped = sorted({f"{o['apiVersion']} {o['kind']}" for o in objects if o not in known})
@@ -256,11 +270,11 @@ def for_review(objects: list[dict], intents: list[dict], profile_file: str | Non
     """Markdown for a pull request: where the real scheduler puts these jobs (`objects`, rendered from
     `intents` by kustomize in another process) on a local cluster of the profile, or one line saying why
     it was not checked."""
-    from ...expand import pipeline
-    from ...kit import table
-    from .. import tools
+    from ..expand import pipeline
+    from ..kit import table
+    from ..artifacts import programs
 
-    lacking = tools.missing(control.CORE_PROGRAMS)
+    lacking = programs.missing(control.CORE_PROGRAMS)
     if lacking:
         return ("_Placement not checked on a local cluster: its programs are not built here "
                 f"({', '.join(lacking)}; `make cluster-tools` builds them)._")

@@ -31,12 +31,13 @@ from typing import Callable
 
 import yaml
 
-from ...expand import pipeline
-from ...inputs.intents import Intent
-from .. import tools
-from . import gangs, place
+from ..expand import pipeline
+from ..inputs.intents import Intent
+from ..artifacts import programs
+from . import gangs
+from ..place import place
 
-REPO = tools.REPO
+REPO = programs.REPO
 JOBS = REPO / "jobs"
 FILES = {"deeprec-ctr": "deeprec-starserver.yaml"}  # job -> file, where they differ
 

@@ -1,0 +1,13 @@
+"""What the tests, benchmarks, demos and docs generators share, and no product module imports (tests/test_layers.py
+holds that): harnesses that run jobs on real components and judge them, and the data they are measured on.
+
+    guarantees    what each topology guarantees, measured with `tfjobgen place`: the tables of docs/schedulers.md
+    conformance   what a real controller made of a job, held to its backend's `decode`
+    gangs         each gang scheduler's spec.gang as the measurements set it
+    pods          ending a KWOK pod (fail_pod, succeed_pod): KWOK runs no process
+    argocd_loop   the GitOps loop's parts: a git repository to commit to, Argo CD and what it says of each commit
+    synthetic     a repository of many generated jobs, for scale tests and benchmarks
+    tf_resolver   TensorFlow's own reading of a TF_CONFIG, the oracle every TF_CONFIG is held to
+
+This face imports nothing.
+"""
