@@ -71,7 +71,7 @@ images: venv cluster-tools
 
 # Everything: real kubectl, kpt, git, checkov, TensorFlow processes and the local cluster, in
 # TEST_PROCESSES processes, a test file per process at a time (its module's cluster is started once).
-# Two halve the time on two cores: the cluster tier mostly waits on controllers (docs/cluster.md).
+# Two halve the time on two cores: the cluster tier mostly waits on controllers (docs/benchmarks.md).
 TEST_PROCESSES ?= 2
 test: venv checkov cluster-tools images
 	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile
