@@ -71,7 +71,7 @@ images: venv cluster-tools
 
 # Everything: real kubectl, kpt, git, checkov, TensorFlow processes and the local cluster, in
 # TEST_PROCESSES processes, a test file per process at a time (its module's cluster is started once).
-# Two halve the time on two cores: the cluster tier mostly waits on controllers (docs/cluster.md).
+# Two halve the time on two cores: the cluster tier mostly waits on controllers (docs/benchmarks.md).
 TEST_PROCESSES ?= 2
 test: venv checkov cluster-tools images
 	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile
@@ -107,9 +107,9 @@ demo-nodes: venv cluster-tools images
 	@$(BIN)/python demos/real_nodes.py
 
 # The cluster tier's checks on every Kubernetes release of cluster-tools/versions.yaml (1.30, the default
-# 1.34, 1.37): builds the releases built on request (a few minutes each, once), then rewrites the table
-# of docs/releases.md. 6 to 8 minutes a release on 2 cores; not part of `make test` (docs/releases.md).
+# 1.34, 1.37): builds the families versions.yaml marks `on_request: true` (a few minutes each, once),
+# then rewrites the table of docs/releases.md. 6 to 8 minutes a release on 2 cores; not part of `make test` (docs/releases.md).
 .PHONY: releases
 releases: venv cluster-tools
-	@$(BIN)/tfjobgen cluster tools kubernetes-1.30 jobset-0.10
+	@$(BIN)/tfjobgen cluster tools --on-request
 	@$(BIN)/python benchmarks/release_checks.py --write docs/releases.md

@@ -2,8 +2,8 @@
 
     .venv/bin/python benchmarks/backend_time.py [--jobs 100] [--runs 9]
 
-build_time.py's seeded jobs without colocated ones (jobset and tfjob refuse that topology),
-each with spec.backend set, expanded in-process (validate, plan, encode) and written as YAML,
+harness/synthetic.py's seeded variants of jobs/ without colocated ones (jobset and tfjob refuse that
+topology), each with spec.backend set, expanded in-process (validate, plan, encode) and written as YAML,
 in interleaved rounds so that drift of the machine falls on every backend alike. Also the
 output's objects and bytes. Prints a Markdown table.
 """
@@ -17,23 +17,27 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
-from build_time import synthetic_job  # noqa: E402
+import yaml
 
 from tfjobgen.expand import emit, pipeline
+from tfjobgen.harness import synthetic
 from tfjobgen.inputs import source
 from tfjobgen.inputs.intents import Intent
 
+REPO = Path(__file__).resolve().parents[1]
 BACKENDS = ("native", "jobset", "tfjob")
 
 
 def intents(count: int, backend: str) -> list[Intent]:
     rng = random.Random(20261122)
+    templates = [yaml.safe_load(p.read_text()) for p in sorted((REPO / "jobs").glob("*.yaml"))
+                 if p.name != "kustomization.yaml"]
+    templates = [t for t in templates if t["spec"].get("topology", {}).get("mode") != "colocated"]
     found = []
     for i in range(count):
-        text = synthetic_job(i, rng, ["isolated", "spread", "spread", "none"])
-        text = text.replace("spec:\n", f"spec:\n  backend: {backend}\n", 1)
+        job = synthetic.variant(rng.choice(templates), i, rng)
+        job["spec"]["backend"] = backend
+        text = yaml.safe_dump(job, sort_keys=False)
         document = source.parse_documents(text, f"job-{i:03d}.yaml")[0]
         found.append(Intent(document.data, f"job-{i:03d}.yaml", document))
     return found

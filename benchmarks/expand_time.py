@@ -1,10 +1,10 @@
-"""How long the function itself takes on build_time.py's synthetic jobs, against another checkout.
+"""How long the function itself takes on the synthetic jobs of build_time.py, against another checkout.
 
     .venv/bin/python benchmarks/expand_time.py [--jobs 100] [--runs 9] [--against /work/main] [--without-colocated]
                                                [--overlay seed-80c]
 
 Runs `tfjobgen krm <profile>` (the plugin convention kustomize uses) on the same seeded
-jobs build_time.py writes, in interleaved rounds: this checkout's generator, then the
+jobs build_time.py writes (harness/synthetic.py), in interleaved rounds: this checkout's generator, then the
 other checkout's (run with this Python, its own `generator/` first on PYTHONPATH), so
 that drift of the machine falls on both alike. No kustomize: only the function's own
 time, which every build of every cluster pays. Prints a Markdown table.
@@ -17,11 +17,12 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from build_time import TOPOLOGIES, write_repo
+import yaml
+
+from tfjobgen.harness import synthetic
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,21 +49,21 @@ def main() -> None:
     parser.add_argument("--overlay", default="seed-80c",
                         help="whose cluster profile each checkout uses (prod-96c turns monitoring on)")
     args = parser.parse_args()
-    topologies = [t for t in TOPOLOGIES if t != "colocated"] if args.without_colocated else TOPOLOGIES
-    with tempfile.TemporaryDirectory(prefix="tfjobgen-expand-") as scratch:
-        root = Path(scratch)
-        write_repo(root, args.jobs, topologies)
-        stream = "---\n".join(p.read_text() for p in sorted((root / "jobs").glob("job-*.yaml")))
-        checkouts = {"this checkout": REPO}
-        if args.against:
-            checkouts[f"{args.against}"] = args.against
-        times: dict[str, list[float]] = {name: [] for name in checkouts}
-        names = list(checkouts)
-        for round_ in range(args.runs):
-            for name in names[round_ % len(names):] + names[:round_ % len(names)]:
-                times[name].append(run_function(checkouts[name], stream, args.overlay))
-            print(f"round {round_ + 1}/{args.runs}", file=sys.stderr)
-    print(f"\n`tfjobgen krm` ({args.overlay}'s profile) on {args.jobs} synthetic jobs ({', '.join(sorted(set(topologies)))}), median of {args.runs} "
+    texts = list(synthetic.job_texts(args.jobs).values())
+    if args.without_colocated:  # fewer than --jobs: the colocated ones are left out, not replaced
+        texts = [t for t in texts if (yaml.safe_load(t)["spec"].get("topology") or {}).get("mode") != "colocated"]
+    topologies = {(yaml.safe_load(t)["spec"].get("topology") or {}).get("mode", "spread") for t in texts}
+    stream = "---\n".join(texts)
+    checkouts = {"this checkout": REPO}
+    if args.against:
+        checkouts[f"{args.against}"] = args.against
+    times: dict[str, list[float]] = {name: [] for name in checkouts}
+    names = list(checkouts)
+    for round_ in range(args.runs):
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            times[name].append(run_function(checkouts[name], stream, args.overlay))
+        print(f"round {round_ + 1}/{args.runs}", file=sys.stderr)
+    print(f"\n`tfjobgen krm` ({args.overlay}'s profile) on {len(texts)} synthetic jobs ({', '.join(sorted(set(topologies)))}), median of {args.runs} "
           f"interleaved runs; {os.cpu_count()} CPUs\n")
     print("| generator | median | min | max |\n| --- | --- | --- | --- |")
     for name, values in times.items():

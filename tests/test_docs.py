@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -34,3 +35,24 @@ def test_the_seed_scenes_table_in_plan_md_is_what_tfjobgen_plan_says():
                              text=True).stdout
     assert printed.strip() in (REPO / "docs/plan.md").read_text(), \
         "docs/plan.md's scene table is stale: paste the output of .venv/bin/python docs/generate/plan_scenes.py"
+
+
+def _anchors(page) -> set[str]:
+    """The anchors GitHub gives a page's headings: links and backticks dropped, lower case, punctuation gone."""
+    found = set()
+    for line in page.read_text().splitlines():
+        if heading := re.match(r"#+ (.*)", line):
+            text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.group(1))
+            found.add(re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-"))
+    return found
+
+
+def test_every_link_to_a_section_of_a_page_finds_it():
+    pages = [*REPO.glob("*.md"), *REPO.glob("docs/*.md"), *REPO.glob("cluster-tools/*.md")]
+    broken = []
+    for page in pages:
+        for link in re.finditer(r"\]\(([^)#\s]*\.md)?#([^)\s]+)\)", page.read_text()):
+            target = (page.parent / link.group(1)).resolve() if link.group(1) else page
+            if not target.exists() or link.group(2) not in _anchors(target):
+                broken.append(f"{page.relative_to(REPO)}: {link.group(0)}")
+    assert not broken, "links to a heading no page has (a section moved or renamed?):\n" + "\n".join(broken)

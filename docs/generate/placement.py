@@ -1,6 +1,6 @@
 """Placement figures and picture, measured on the real kube-scheduler of a local cluster.
 
-    .venv/bin/python docs/generate/placement.py                 # both tables in docs/design.md (placement, gang),
+    .venv/bin/python docs/generate/placement.py                 # both tables in docs/schedulers.md (placement, gang),
                                                        # docs/placement-runs.json and docs/placement.svg
                                                        # (2 orders per job and cell: about 45 minutes)
     .venv/bin/python docs/generate/placement.py --column "shared cluster"   # one column again, the rest as recorded
@@ -29,9 +29,9 @@ from tfjobgen.gitops.build import build_overlays, intents_as_built
 from tfjobgen.gitops.tree import overlay_names
 from tfjobgen.kit import owned
 
-DESIGN = REPO / "docs" / "design.md"
+SCHEDULERS = REPO / "docs" / "schedulers.md"
 RUNS = REPO / "docs" / "placement-runs.json"
-TABLES = {"placement": guarantees.table, "gang": guarantees.gang_table}  # marked in design.md as <!-- NAME table: ... -->
+TABLES = {"placement": guarantees.table, "gang": guarantees.gang_table}  # marked in schedulers.md as <!-- NAME table: ... -->
 COLORS = {"ps": "#e8833a", "worker": "#3a7be8", "chief": "#3aa65a", "evaluator": "#8a5ad6"}
 CELL, GAP, SERVER_W, SERVER_H = 18, 3, 130, 86
 
@@ -58,14 +58,14 @@ def write_tables(orders: int, columns: tuple[str, ...], gangs: tuple[str, ...]) 
     if RUNS.exists() and (set(columns) != set(guarantees.COLUMNS) or set(gangs) != set(guarantees.GANGS)):
         found = {**guarantees.load(RUNS), **found}  # re-measured columns replace theirs only
     guarantees.save(found, RUNS)
-    text = DESIGN.read_text()
+    text = SCHEDULERS.read_text()
     for name, table in TABLES.items():
         text = replace_table(text, name, table(found))
-    DESIGN.write_text(text)
+    SCHEDULERS.write_text(text)
     for (row, column), figure in sorted(found.items()):
         for failure in figure.failures[:3]:
             print(f"{row}, {column}: {failure}")
-    print("".join(table(found) + "\n" for table in TABLES.values()) + f"wrote the tables in docs/design.md and {RUNS.name}")
+    print("".join(table(found) + "\n" for table in TABLES.values()) + f"wrote the tables in docs/schedulers.md and {RUNS.name}")
 
 
 def replace_table(text: str, name: str, table: str) -> str:

@@ -36,9 +36,9 @@ def _load_intents(paths: list[str]):
     from .expand import pipeline
 
     try:
-        return pipeline.load_intents(paths)
-    except FileNotFoundError as err:
-        raise _UsageError(f"no such file or folder: {err.filename}") from None
+        return pipeline.load_given(paths)
+    except pipeline.MissingPath as err:
+        raise _UsageError(str(err)) from None
 
 
 def _print_problems(problems) -> None:

@@ -1,4 +1,4 @@
-"""docs/design.md's table of what each topology guarantees, and a sample of it on the real scheduler.
+"""docs/schedulers.md's table of what each topology guarantees, and a sample of it on the real scheduler.
 
 The table is measured by `.venv/bin/python docs/generate/placement.py` (every row, column and order: tens
 of minutes) and recorded in docs/placement-runs.json. Here: the table in the docs is the one the
@@ -18,17 +18,17 @@ from conftest import REPO
 from tfjobgen.harness import guarantees
 from tfjobgen.place import place
 
-DESIGN = REPO / "docs" / "design.md"
+SCHEDULERS = REPO / "docs" / "schedulers.md"
 RUNS = REPO / "docs" / "placement-runs.json"
 
 
 @pytest.mark.parametrize("name, table", [("placement", guarantees.table), ("gang", guarantees.gang_table)])
-def test_the_tables_in_the_design_notes_are_the_recorded_runs(name, table):
-    text = DESIGN.read_text()
+def test_the_tables_in_the_schedulers_page_are_the_recorded_runs(name, table):
+    text = SCHEDULERS.read_text()
     start, end = f"<!-- {name} table: start -->", f"<!-- {name} table: end -->"
     committed = text[text.index(start) + len(start):text.index(end)].strip("\n") + "\n"
     assert committed == table(guarantees.load(RUNS)), \
-        f"docs/design.md's {name} table is not docs/placement-runs.json: run .venv/bin/python docs/generate/placement.py"
+        f"docs/schedulers.md's {name} table is not docs/placement-runs.json: run .venv/bin/python docs/generate/placement.py"
 
 
 def test_the_recorded_runs_cover_every_cell_that_can_be_measured():

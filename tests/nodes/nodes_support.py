@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 from cluster import cluster_support
@@ -122,12 +121,3 @@ def terminated(pod: dict) -> dict:
     statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
     state = statuses[0].get("state") or {}
     return state.get("terminated") or (statuses[0].get("lastState") or {}).get("terminated") or {}
-
-
-def wait_gone(check, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} after {timeout:.0f} s")
-        time.sleep(0.5)
-

@@ -9,7 +9,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow", reason="install the runtime extra: pip install -e '.[runtime]'")
 
-from tfjobgen.runtime import data, optimizers, wide_deep  # noqa: E402
+from tfjobgen.runtime import data, optimizers, tf2, wide_deep  # noqa: E402
 from tfjobgen.runtime.errors import SetupError  # noqa: E402
 
 
@@ -58,14 +58,7 @@ def test_every_optimizer_lowers_the_loss_of_the_reference_model(kind):
     step = tf.Variable(0, dtype=tf.int64)
     batches = list(data.evaluation_batches("synthetic", [], 256, 2000, 4))
 
-    @tf.function
-    def train(features, labels):
-        with tf.GradientTape() as tape:
-            loss = wide_deep.loss_of(model, features, labels)
-        variables = model.trainable_variables
-        optimizer.apply(zip(tape.gradient(loss, variables), variables), step)
-        step.assign_add(1)
-        return loss
+    train = tf.function(tf2.replica_step(model, optimizer, step))  # the runtime's own step, not a copy
 
     def mean_loss() -> float:
         return sum(float(wide_deep.loss_of(model, f, y)) for f, y in batches) / len(batches)

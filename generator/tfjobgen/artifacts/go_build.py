@@ -151,21 +151,29 @@ class BuildFailed(Exception):
     pass
 
 
-def build_all(only: list[str], list_only: bool = False) -> int:
+def chosen(found: list[Family], named: list[str], on_request: bool = False) -> list[Family]:
+    """The families a build takes, in versions.yaml's order: those named, and with on_request every family
+    marked `on_request: true`; with neither, every family but those (what `make cluster-tools` builds)."""
+    if not named and not on_request:
+        return [f for f in found if not f.on_request]
+    return [f for f in found if f.name in named or on_request and f.on_request]
+
+
+def build_all(only: list[str], list_only: bool = False, on_request: bool = False) -> int:
     from ..kit import table
 
-    chosen = [f for f in families() if f.name in only or not only and not f.on_request]
+    chosen_families = chosen(families(), only, on_request)
     unknown = set(only) - {f.name for f in families()}
     if unknown:
         print(f"tfjobgen cluster tools: no family {', '.join(sorted(unknown))} in {VERSIONS_FILE}", file=sys.stderr)
         return 2
-    if not list_only and shutil.which("go") is None and not all(f.is_built() for f in chosen):
+    if not list_only and shutil.which("go") is None and not all(f.is_built() for f in chosen_families):
         print("tfjobgen cluster tools: the go command is not on PATH (Go 1.24 or newer builds these)", file=sys.stderr)
         return 1
     log_dir = cache_root() / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     rows, failed_required = [], False
-    for family in chosen:
+    for family in chosen_families:
         started = time.monotonic()
         if family.is_built():
             state = "built"

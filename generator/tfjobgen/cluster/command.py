@@ -1,6 +1,6 @@
 """`tfjobgen cluster ...`, registered with the CLI (cli.FEATURE_COMMANDS).
 
-    tfjobgen cluster tools [FAMILY...] [--list]      build the cluster's programs (make cluster-tools)
+    tfjobgen cluster tools [FAMILY...] [--on-request] [--list]   build the cluster's programs (make cluster-tools)
     tfjobgen cluster up --profile FILE [--nodes N] [--real-nodes N] [--kubernetes RELEASE] [--name NAME]
                         [--argocd REPO [--argocd-mode ...]]
     tfjobgen cluster down [--name NAME]
@@ -29,6 +29,8 @@ def register(commands) -> None:
     tools = actions.add_parser("tools", help="build the cluster's programs that are not built yet")
     tools.add_argument("families", nargs="*", metavar="FAMILY",
                        help="only these (default: all of versions.yaml but those built on request)")
+    tools.add_argument("--on-request", action="store_true",
+                       help="also the families versions.yaml builds only on request (on_request: true; make releases)")
     tools.add_argument("--list", action="store_true", help="say what is built; build nothing")
     tools.set_defaults(run=_tools)
 
@@ -97,7 +99,7 @@ def _real_nodes(text: str) -> int:
 def _tools(args) -> int:
     from ..artifacts import go_build
 
-    return go_build.build_all(args.families, list_only=args.list)
+    return go_build.build_all(args.families, list_only=args.list, on_request=args.on_request)
 
 
 def _up(args) -> int:

@@ -2,7 +2,7 @@
 
 Every rule is pod (anti-)affinity on kubernetes.io/hostname against the pods'
 own labels, so the scheduler finds the servers itself. The rules are chosen so
-that the layout holds whatever order the pods arrive in (docs/design.md has the
+that the layout holds whatever order the pods arrive in (docs/schedulers.md has the
 guarantees, measured on the real kube-scheduler):
 
 - colocated: PS g and the workers of its group (worker w is in group

@@ -28,6 +28,18 @@ from . import emit
 
 # ---- load -------------------------------------------------------------------
 
+class MissingPath(Exception):
+    """A path given on the command line is not there; the message is the one line every command prints."""
+
+
+def load_given(paths: list[str]) -> tuple[list[Intent], list[Problem]]:
+    """load_intents of the paths a command was given; MissingPath when one of them is not there."""
+    try:
+        return load_intents(paths)
+    except FileNotFoundError as err:
+        raise MissingPath(f"no such file or folder: {err.filename}") from None
+
+
 def load_intents(paths: list[str], relative_to: str | None = None) -> tuple[list[Intent], list[Problem]]:
     """The intents in files and folders, and problems of files that could not be read or parsed, or that
     were named (not found in a folder) and hold no TrainingJob.

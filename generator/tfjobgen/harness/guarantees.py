@@ -1,4 +1,4 @@
-"""What each topology guarantees, measured on the real kube-scheduler: the table of docs/design.md.
+"""What each topology guarantees, measured on the real kube-scheduler: the tables of docs/schedulers.md.
 
 Rows are topologies, each measured on the example jobs that use it; columns are situations:
 

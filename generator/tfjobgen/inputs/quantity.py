@@ -18,7 +18,6 @@ _SUFFIX = {
     "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
     "Pi": Fraction(2**50), "Ei": Fraction(2**60),
 }
-QUANTITY_HINT = "a Kubernetes quantity such as 2, 0.5, 500m, 4Gi or 512Mi"
 
 
 def parse(value: int | float | str) -> Fraction | None:

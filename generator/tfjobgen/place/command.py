@@ -54,9 +54,9 @@ def _place(args) -> int:
 
     profile = pipeline.load_profile(args.profile)
     try:
-        intents, problems = pipeline.load_intents(args.paths)
-    except FileNotFoundError as err:
-        print(f"tfjobgen place: no such file or folder: {err.filename}", file=sys.stderr)
+        intents, problems = pipeline.load_given(args.paths)
+    except pipeline.MissingPath as err:
+        print(f"tfjobgen place: {err}", file=sys.stderr)
         return 2
     expansion = pipeline.expand(intents, profile)
     problems += expansion.problems

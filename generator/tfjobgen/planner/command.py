@@ -40,9 +40,9 @@ def run(args) -> int:
 
     profile = pipeline.load_profile(args.profile)
     try:
-        intents, problems = pipeline.load_intents(args.paths)
-    except FileNotFoundError as err:
-        print(f"tfjobgen plan: no such file or folder: {err.filename}", file=sys.stderr)
+        intents, problems = pipeline.load_given(args.paths)
+    except pipeline.MissingPath as err:
+        print(f"tfjobgen plan: {err}", file=sys.stderr)
         return EXIT_INVALID
     problems += pipeline.empty_folders(args.paths, intents)
     if args.checkpoint and len(intents) != 1:

@@ -32,11 +32,6 @@ from ..shared.variable_placement.reference_model import SLOTS as _SLOTS  # plain
 _BETA1, _BETA2, _EPSILON = 0.9, 0.999, 1e-7
 
 
-def slot_count(kind: str) -> int:
-    """Slots per variable: the optimizer's memory is this many times the model's."""
-    return len(_SLOTS[kind])
-
-
 def variable_key(variable) -> str:
     """A stable, checkpoint-safe key for a variable ('embedding/part_0:0' -> 'embedding.part_0')."""
     return variable.name.split(":")[0].replace("/", ".")

@@ -138,22 +138,28 @@ def _create_variables(strategy, training: Training) -> _Variables:
     return _Variables(model, optimizer, step)
 
 
+def replica_step(model, optimizer: optimizers.Optimizer, step: tf.Variable):
+    """The step each replica runs on a batch: the loss, the sparse-aware update, step + 1; returns the loss."""
+
+    def run(features, labels):
+        with tf.GradientTape() as tape:
+            loss = wide_deep.loss_of(model, features, labels)
+        trainable = model.trainable_variables
+        optimizer.apply(zip(tape.gradient(loss, trainable), trainable), step)
+        step.assign_add(1)
+        return loss
+
+    return run
+
+
 def _train_step(strategy, variables: _Variables):
-    """One step on a worker: a batch from its dataset, the loss, the sparse-aware update, step + 1."""
-    model, optimizer, step = variables.model, variables.optimizer, variables.step
+    """One step on a worker: a batch from its dataset, then the replica step."""
+    step_on = replica_step(variables.model, variables.optimizer, variables.step)
 
     @tf.function
     def train_step(iterator):
-        def replica_step(features, labels):
-            with tf.GradientTape() as tape:
-                loss = wide_deep.loss_of(model, features, labels)
-            trainable = model.trainable_variables
-            optimizer.apply(zip(tape.gradient(loss, trainable), trainable), step)
-            step.assign_add(1)
-            return loss
-
         features, labels = next(iterator)
-        return strategy.run(replica_step, args=(features, labels))
+        return strategy.run(step_on, args=(features, labels))
 
     return train_step
 

@@ -79,7 +79,7 @@ def start(context: Context) -> None:
         **manager_settings(webhook_port, health_port, metrics_port, certificates),
         "integrations": {"frameworks": FRAMEWORKS},
         # waitForPodsReady left out: Kueue 0.19 then evicts and requeues a Workload whose pods are not all
-        # Ready 30 minutes after admission, as a stock install does (docs/design.md, gang admission).
+        # Ready 30 minutes after admission, as a stock install does (docs/schedulers.md, gang admission).
         # The visibility API server would listen on every address (port 8082) and wants an APIService.
         "featureGates": {"VisibilityOnDemand": False},
     }

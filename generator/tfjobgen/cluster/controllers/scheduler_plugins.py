@@ -26,7 +26,7 @@ POD_GROUP_BACKOFF_SECONDS = 5  # after a group is rejected, before its pods are 
 # A pod the plugin's PreFilter refused (its group does not fit) is tried again only on the events the
 # plugin registers: a pod added, a PodGroup added or changed. Room freed by a pod that ends is not one
 # of them, so it waits for kube-scheduler's flush of unschedulable pods, 5 minutes by default
-# (measured in docs/design.md). A local cluster retries after this long instead.
+# (measured in docs/schedulers.md). A local cluster retries after this long instead.
 UNSCHEDULABLE_RETRY = "10s"
 
 

@@ -13,7 +13,7 @@ The configuration is the plugins of Volcano's own chart, changed in two ways for
 with a weight that decides between nodes, puts each group's pods where its others are; and nodes
 are packed (binpack up, nodeorder's least-requested off: the chart's weights spread pods over every
 server), so that whole servers stay free for a group. task-topology is a score: a group is whole
-only where one server has room for all of it (docs/design.md, gang admission, has the figures).
+only where one server has room for all of it (docs/schedulers.md, gang admission, has the figures).
 """
 
 from __future__ import annotations
