@@ -37,3 +37,31 @@ def test_the_command_line_flag_reaches_the_choice(tmp_path, monkeypatch, capsys)
     listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:] if line.split()
               and line.split()[0] in _names(FOUND)]
     assert sorted(listed) == ["jobset-0.10", "kubernetes-1.30"]
+
+
+def _order(missing: list[programs.Family]) -> list[list[str]]:
+    """The builds as build_all starts them, go_build.AT_ONCE at a time, each started family finishing in turn
+    (the first started, first): which families run side by side."""
+    building, done, rounds = [], set(), []
+    while len(done) < len(missing):
+        while len(building) < go_build.AT_ONCE:
+            family = go_build.build_order(missing, set(building), done)
+            if family is None:
+                break
+            building.append(family.name)
+        rounds.append(sorted(building))
+        done.add(building.pop(0))
+    return rounds
+
+
+def test_families_of_one_module_are_built_one_after_the_other_so_the_second_reuses_the_first_ones_packages():
+    """The kubelet (k8s.io/kubernetes v1.34, edited) never compiles beside kubernetes, whose packages it shares in
+    Go's build cache; other families fill the second place meanwhile (Kubernetes 1.37 too: another release)."""
+    missing = go_build.chosen(FOUND, [])
+    rounds = _order(missing)
+    release = {f.name: (f.module, f.version) for f in missing}
+    assert release["kubelet"] == release["kubernetes"] != release["kubernetes-1.37"]
+    assert all(len({release[name] for name in pair}) == len(pair) for pair in rounds), rounds
+    assert all(len(pair) == go_build.AT_ONCE for pair in rounds[:-1]), f"a build slot left idle: {rounds}"
+    started = [name for pair in rounds for name in pair]
+    assert started.index("kubelet") > started.index("kubernetes")
