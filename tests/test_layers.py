@@ -144,6 +144,15 @@ def test_the_package_faces_import_nothing():
     assert not loaded, f"package faces that import tfjobgen modules: {loaded}"
 
 
+def test_the_plane_imports_neither_the_nodes_nor_the_controllers():
+    """cluster/plane/ is what real nodes and controllers stand on: what it shares with them (the address plan)
+    lives in it, so none of its modules reaches up into nodes/ or controllers/."""
+    above = ("tfjobgen.cluster.nodes", "tfjobgen.cluster.controllers")
+    upward = [f"{module_name(path)} imports {imported}" for path in sorted((PACKAGE / "cluster" / "plane").rglob("*.py"))
+              for imported in sorted(imports(path)) if imported.startswith(above)]
+    assert not upward, upward
+
+
 def test_every_package_face_lists_its_rooms():
     """A newcomer opening a folder's __init__.py finds each of its modules and sub-folders named there."""
     unlisted = []

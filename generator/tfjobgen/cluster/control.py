@@ -26,7 +26,7 @@ from . import argocd, controllers, home, processes, shape
 from ..artifacts import programs
 from .nodes import bring_up, teardown
 from .plane import components, pki, release
-from .plane.components import ClusterFiles
+from .home import ClusterFiles
 
 CORE_PROGRAMS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
 PRIORITY_CLASSES_FILE = programs.REPO / "docs" / "priority-classes.yaml"

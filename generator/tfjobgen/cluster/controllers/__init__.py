@@ -35,7 +35,8 @@ from ...kube import api
 from .. import processes
 from ...artifacts import programs
 from ..plane import pki
-from ..plane.components import API_BURST, API_QPS, ClusterFiles
+from ..home import ClusterFiles
+from ..plane.components import API_BURST, API_QPS
 
 # In the order they start: the gang schedulers' CRDs before the training-operator, which writes their
 # PodGroups for TFJobs; Kueue last, once the kinds it admits (JobSet, TFJob) exist.
