@@ -81,7 +81,7 @@ class ClusterState:
     components: list[str] = field(default_factory=list)  # what was started, in order
     missing: list[str] = field(default_factory=list)  # controllers the profile asks for that could not run
     ports: dict[str, int] = field(default_factory=dict)  # every port taken, by what took it
-    argocd: dict = field(default_factory=dict)  # Argo CD's settings when it runs (argocd.py)
+    argocd: dict = field(default_factory=dict)  # Argo CD's settings when it runs (controllers/argocd.py)
     real_nodes: list[str] = field(default_factory=list)  # the nodes that run containers (nodes/)
     kubernetes: str = ""  # the control plane's release, v1.34.12 (plane/release.py)
 
