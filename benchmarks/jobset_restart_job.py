@@ -33,7 +33,8 @@ from pathlib import Path
 from gang_time import REPO, Cluster  # noqa: E402
 
 from tfjobgen.kube import api
-from tfjobgen.cluster import controllers, home, processes
+from tfjobgen.cluster import home, processes
+from tfjobgen.cluster.controllers.base import wait_healthy
 from tfjobgen.harness import conformance
 from tfjobgen.place import place
 from tfjobgen.harness import pods
@@ -63,7 +64,7 @@ def restart_with_gate(cluster_name: str) -> None:
     api.wait_until(lambda: not Path(f"/proc/{pid}").exists(), 30, "the JobSet controller stopped")
     started = processes.start(processes.Component("jobset-restart-job", argv), folder)
     health_port = int(config["health"]["healthProbeBindAddress"].rsplit(":", 1)[1])
-    controllers.wait_healthy(started, health_port, "/readyz")
+    wait_healthy(started, health_port, "/readyz")
 
 
 def with_restart_job(rendered: list[dict], max_restarts: int) -> list[dict]:

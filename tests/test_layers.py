@@ -131,9 +131,9 @@ def test_the_check_sees_lazy_and_relative_imports():
 
 def test_the_package_faces_import_nothing():
     """A folder's __init__.py lists its rooms and imports nothing of tfjobgen, so importing one module of a
-    layer (the KRM function's path above all) costs that module alone. backends/ and the commands' faces,
-    which have a registry to keep, are the ones that may."""
-    keep = {"backends", "cluster.controllers"}
+    layer (the KRM function's path above all) costs that module alone. backends/, which has a registry to
+    keep, is the one that may."""
+    keep = {"backends"}
     loaded = []
     for face in sorted(PACKAGE.rglob("__init__.py")):
         name = module_name(face)
@@ -142,6 +142,15 @@ def test_the_package_faces_import_nothing():
         if imports(face):
             loaded.append(name)
     assert not loaded, f"package faces that import tfjobgen modules: {loaded}"
+
+
+def test_the_plane_imports_neither_the_nodes_nor_the_controllers():
+    """cluster/plane/ is what real nodes and controllers stand on: what it shares with them (the address plan)
+    lives in it, so none of its modules reaches up into nodes/ or controllers/."""
+    above = ("tfjobgen.cluster.nodes", "tfjobgen.cluster.controllers")
+    upward = [f"{module_name(path)} imports {imported}" for path in sorted((PACKAGE / "cluster" / "plane").rglob("*.py"))
+              for imported in sorted(imports(path)) if imported.startswith(above)]
+    assert not upward, upward
 
 
 def test_every_package_face_lists_its_rooms():

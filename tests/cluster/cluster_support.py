@@ -40,9 +40,9 @@ RELEASE = os.environ.get("TFJOBGEN_TEST_KUBERNETES", "")
 
 
 @uses("cluster")
-def need_cluster_tools(*programs: str) -> None:
-    """Skip (fail under CI) unless the control plane's programs, and `programs`, are built."""
-    lacking = programs.missing(control.CORE_PROGRAMS + list(programs))
+def need_cluster_tools(*names: str) -> None:
+    """Skip (fail under CI) unless the control plane's programs, and the programs `names`, are built."""
+    lacking = programs.missing(control.CORE_PROGRAMS + list(names))
     need("the local cluster's programs", None if lacking else "built",
          f"{', '.join(lacking)} not built: run `make cluster-tools` (binaries go to {programs.cache_root()})")
 

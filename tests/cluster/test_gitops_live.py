@@ -285,7 +285,7 @@ def test_removing_a_job_file_prunes_exactly_that_jobs_objects(live):
 
 
 def test_rendered_mode_does_the_same_from_rendered(live):
-    from tfjobgen.cluster import argocd
+    from tfjobgen.cluster.controllers import argocd
 
     branch = live.repo.git("branch", "--show-current")
     sha, _ = live.commit("rendered/ for the jobs added here", live.repo.hydrate)

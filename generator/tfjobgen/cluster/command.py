@@ -104,7 +104,8 @@ def _tools(args) -> int:
 
 def _up(args) -> int:
     from ..expand import pipeline
-    from . import argocd, control, processes, shape
+    from . import control, processes, shape
+    from .controllers import argocd
     from ..artifacts import programs
     from .nodes import bring_up, network
 

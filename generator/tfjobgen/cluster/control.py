@@ -1,10 +1,12 @@
 """`cluster up` and `cluster down`: a local cluster shaped as a profile, started and stopped whole.
 
-up:   check the profile and the programs -> certificates -> etcd -> kube-apiserver and the pod
-      network (podnet.py) -> the controller manager, the scheduler and KWOK -> PriorityClasses and
-      nodes -> real nodes (--real-nodes: nodes/) -> every node Ready -> the controllers -> Argo CD
-      (--argocd: argocd.py) -> state.json.
-      Any failure, or Ctrl-C, stops what was started and removes what it made, then the folder.
+up:   check the profile and the programs, then run STEPS in order over one Context (context.py), each step
+      starting its part, taking its ports and recording them there:
+        certificates -> etcd -> kube-apiserver and the pod network (podnet.py) -> the controller manager,
+        the scheduler and KWOK -> PriorityClasses and nodes -> real nodes (--real-nodes: nodes/) -> every
+        node Ready -> kube-router on real nodes -> the controllers (controllers/) -> Argo CD (--argocd:
+        controllers/argocd.py) -> state.json.
+      Any failure, or Ctrl-C, stops every process the context holds and removes what it made, then the folder.
 down: stop every process marked with the cluster's folder, remove what real nodes made (nodes/teardown.py),
       then the folder.
 """
@@ -15,6 +17,7 @@ import json
 import ssl
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -22,13 +25,18 @@ from ..expand import pipeline
 from ..inputs.problems import InvalidInput
 from ..inputs.profile import ClusterProfile
 from ..kube import api
-from . import argocd, controllers, home, processes, shape
+from . import home, processes, shape
 from ..artifacts import programs
+from .context import Context
+from .controllers import argocd
+from .controllers.base import start_all
+from .home import ClusterFiles
 from .nodes import bring_up, teardown
 from .plane import components, pki, release
-from .plane.components import ClusterFiles
 
 CORE_PROGRAMS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
+# The control plane's ports, by the purposes state.json names them with.
+PLANE_PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 PRIORITY_CLASSES_FILE = programs.REPO / "docs" / "priority-classes.yaml"
 START_TIMEOUT = 60.0
 
@@ -63,19 +71,175 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
                            "default release only")
     if gitops:
         argocd.check(gitops, profile.name)
-    real = _plan_real_nodes(profile, groups, real_nodes, home.folder(name) / "nodes")
+    files = ClusterFiles(home.folder(name))
+    real = _plan_real_nodes(profile, groups, real_nodes, files.nodes)
     images = _node_images() if real else []
     bring_up.check_machine(real, images)
+    plan = Plan(name, _node_objects(groups, real), real, images, gitops)
     _claim(name)
-    files = ClusterFiles(home.folder(name))
-    started: list[processes.Started] = []
+    context = Context(files, profile, chosen, _timed(say), warn)
     try:
-        state = _start(profile, groups, name, files, started, say, warn, gitops, real, images, chosen)
+        for step in STEPS:
+            step(context, plan)
     except BaseException as err:
-        _remove(name, started, keep_logs=isinstance(err, (processes.StartFailed, bring_up.NodesError)))
+        _stop(context, keep_logs=isinstance(err, (processes.StartFailed, bring_up.NodesError)))
         raise
-    return state
+    return home.load(name)
 
+
+@dataclass(frozen=True)
+class Plan:
+    """What `up` was asked for, checked before anything starts: the steps read it."""
+
+    name: str
+    nodes: list[dict]  # every Node object, the real nodes' made real (bring_up.real_node_object)
+    real: list[bring_up.RealNode]
+    images: list[bring_up.Image]  # what real nodes pull
+    gitops: argocd.Source | None
+
+
+# ---- the steps of `up`, in order: each starts its part over the context and records it there ----------------
+
+def make_certificates(context: Context, plan: Plan) -> None:
+    """The CA, the API server's and the admin's pairs, the service accounts' key; the plane's ports."""
+    context.say("certificates")
+    folder = context.files.pki
+    context.ca = pki.make_ca(folder, f"tfjobgen-{plan.name}-ca")
+    pki.issue(context.ca, folder, "apiserver", "kube-apiserver", server=True)  # the API server reads it from files.pki
+    pki.issue(context.ca, folder, "admin", "admin", client=True, organization="system:masters")
+    pki.signing_key(folder, "service-accounts")
+    context.ports(*PLANE_PORTS)
+    context.api_port = context.ports_taken["kube-apiserver"]
+
+
+def start_etcd(context: Context, plan: Plan) -> None:
+    context.say("etcd")
+    port = context.ports_taken
+    store = context.launch(components.etcd(context.files, port["etcd"], port["etcd-peer"]))
+    processes.wait_for(store, lambda: _get(f"http://127.0.0.1:{port['etcd']}/health"), START_TIMEOUT, "a healthy store")
+
+
+def start_api_server(context: Context, plan: Plan) -> None:
+    """kube-apiserver and the pod network; then the admin's kubeconfig and the context's client."""
+    files = context.files
+    context.say(f"kube-apiserver {context.kubernetes}, pod network")
+    network = context.launch(components.pod_network(files, context.api_port))
+    apiserver = context.launch(components.kube_apiserver(files, context.api_port, context.ports_taken["etcd"],
+                                                         context.release))
+    server = f"https://127.0.0.1:{context.api_port}"
+    trusted = ssl.create_default_context(cafile=str(context.ca.cert))
+    processes.wait_for(apiserver, lambda: _get(server + "/readyz", trusted), START_TIMEOUT, "readiness (/readyz)")
+    processes.wait_for(network, files.pod_network.exists, START_TIMEOUT, f"its socket {files.pod_network}")
+    admin = pki.Pair(files.pki / "admin.crt", files.pki / "admin.key")  # issued by make_certificates
+    files.kubeconfig.write_text(home.kubeconfig_text(plan.name, server, context.ca.cert.read_bytes(),
+                                                      admin.cert.read_bytes(), admin.key.read_bytes()))
+    files.kubeconfig.chmod(0o600)
+    context.objects = api.Objects(api.connect(str(files.kubeconfig)))
+
+
+def start_schedulers(context: Context, plan: Plan) -> None:
+    """The controller manager, the scheduler and KWOK (which moves the KWOK nodes and their pods)."""
+    context.say("kube-controller-manager, kube-scheduler, kwok")
+    files, port = context.files, context.ports_taken
+    controller_manager = context.launch(components.kube_controller_manager(
+        files, port["kube-controller-manager"], context.release))
+    scheduler = context.launch(components.kube_scheduler(files, port["kube-scheduler"], context.release))
+    context.launch(components.kwok(files))
+    local_only = ssl._create_unverified_context()  # their self-made serving certificates, on 127.0.0.1
+    for process in (controller_manager, scheduler):
+        health = f"https://127.0.0.1:{port[process.component.name]}/healthz"
+        processes.wait_for(process, lambda: _get(health, local_only), START_TIMEOUT, "health (/healthz)")
+
+
+def create_nodes(context: Context, plan: Plan) -> None:
+    """The profile's PriorityClasses and every Node object."""
+    import yaml
+
+    defined = list(yaml.safe_load_all(PRIORITY_CLASSES_FILE.read_text())) if PRIORITY_CLASSES_FILE.is_file() else []
+    classes = shape.priority_classes(context.profile, defined)
+    context.say(f"{len(plan.nodes)} nodes ({len(plan.real)} real), {len(classes)} PriorityClasses")
+    for obj in classes + plan.nodes:
+        context.objects.create(obj)
+
+
+def start_real_nodes(context: Context, plan: Plan) -> None:
+    if not plan.real:
+        return
+    context.say("real nodes: bridge")
+    bring_up.start_host(context, plan.real, plan.images, context.profile.cluster_domain)
+    for real in plan.real:
+        context.say(f"real node {real.name}: containerd, kubelet")
+        bring_up.start_node(context, real, plan.real)
+
+
+def wait_nodes_ready(context: Context, plan: Plan) -> None:
+    names = {n["metadata"]["name"] for n in plan.nodes}
+
+    def ready() -> bool:
+        for process in context.started:
+            if process.exited() is not None:
+                raise processes.StartFailed(f"{process.component.name} exited with code {process.exited()}: "
+                                            f"{process.failure()}")
+        nodes = context.objects.list("v1", "Node")
+        return names <= {n["metadata"]["name"] for n in nodes if is_ready(n)}
+
+    deadline = time.monotonic() + START_TIMEOUT
+    while not ready():
+        if time.monotonic() > deadline:
+            raise processes.StartFailed(f"nodes not Ready after {START_TIMEOUT:.0f} s (see logs/kwok.log, and "
+                                        "logs/kubelet-*.log of real nodes)")
+        time.sleep(0.2)
+
+
+def start_network_policy(context: Context, plan: Plan) -> None:
+    if not plan.real:
+        return
+    # kube-router reads each node's address from its status, which a Ready kubelet has written
+    context.say("kube-router (NetworkPolicy) on every real node")
+    bring_up.start_policy(context, plan.real)
+
+
+def start_controllers(context: Context, plan: Plan) -> None:
+    context.say("controllers")
+    start_all(context)
+
+
+def start_argocd(context: Context, plan: Plan) -> None:
+    if not plan.gitops:
+        return
+    context.part = "argocd"  # its ports are recorded as "argocd redis", ...
+    try:
+        context.argocd = argocd.start(context, plan.gitops)
+    finally:
+        context.part = ""
+
+
+def save_state(context: Context, plan: Plan) -> None:
+    """state.json, written last: a cluster is up once it exists."""
+    profile = context.profile
+    home.ClusterState(
+        name=plan.name, profile=str(Path(profile.origin.file).resolve()) if profile.origin.file else "",
+        profile_name=profile.name, api_port=context.api_port, nodes=len(plan.nodes),
+        components=[s.component.name for s in context.started if s.exited() is None],
+        missing=sorted(context.missing), ports=dict(context.ports_taken), argocd=context.argocd,
+        real_nodes=[r.name for r in plan.real], kubernetes=context.kubernetes).save()
+    context.say("ready")
+
+
+STEPS: tuple[Callable[[Context, Plan], None], ...] = (
+    make_certificates, start_etcd, start_api_server, start_schedulers, create_nodes, start_real_nodes,
+    wait_nodes_ready, start_network_policy, start_controllers, start_argocd, save_state)
+
+
+def down(name: str) -> list[int]:
+    """Stop the cluster's processes and remove its folder; the PIDs stopped. ClusterError if unknown."""
+    folder = home.folder(name)
+    if not folder.exists():
+        raise ClusterError(f"no cluster named {name!r} (running: {', '.join(home.names()) or 'none'})")
+    return _stop(Context(ClusterFiles(folder)))
+
+
+# ---- helpers ------------------------------------------------------------------------------------------------
 
 def _plan_real_nodes(profile, groups, count: int, folder: Path) -> list:
     if not count:
@@ -86,6 +250,14 @@ def _plan_real_nodes(profile, groups, count: int, folder: Path) -> list:
                            "to make every node real")
     names = [n["metadata"]["name"] for n in shape.node_objects([main])][:count]
     return bring_up.plan(profile, names, folder)
+
+
+def _node_objects(groups, real: list) -> list[dict]:
+    """Every Node object of the groups, the first len(real) made real nodes'."""
+    objects = shape.node_objects(groups)
+    for index, real_node in enumerate(real):
+        objects[index] = bring_up.real_node_object(objects[index], real_node)
+    return objects
 
 
 def _node_images() -> list | None:
@@ -101,12 +273,13 @@ def _node_images() -> list | None:
     return found
 
 
-def _remove(name: str, started: list = (), keep_logs: bool = False) -> list[int]:
-    """Stop the cluster's processes, remove what its real nodes made, then its folder; the PIDs stopped."""
-    folder = home.folder(name)
-    stopped = processes.stop_all(folder, started)
+def _stop(context: Context, keep_logs: bool = False) -> list[int]:
+    """Stop the cluster's processes (those the context started reaped), remove what its real nodes made, then its
+    folder; the PIDs stopped."""
+    folder = context.files.home
+    stopped = processes.stop_all(folder, context.started)
     teardown.remove(folder)
-    home.remove(name, keep_logs=keep_logs)
+    home.remove(folder.name, keep_logs=keep_logs)
     return stopped
 
 
@@ -117,124 +290,15 @@ def _claim(name: str) -> None:
         if processes.running(folder):
             raise ClusterError(f"a cluster named {name!r} is already running "
                                f"(tfjobgen cluster down --name {name} stops it)")
-        _remove(name)  # nothing of it runs: what is left is debris of a crash
+        _stop(Context(ClusterFiles(folder)))  # nothing of it runs: what is left is debris of a crash
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.mkdir()
 
 
-def _start(profile, groups, name, files: ClusterFiles, started, say, warn, gitops, real, images,
-           chosen: release.Release) -> home.ClusterState:
+def _timed(say: Callable[[str], None]) -> Callable[[str], None]:
+    """`say` with the seconds since `up` began in front."""
     begun = time.monotonic()
-
-    def step(what: str) -> None:
-        say(f"[{time.monotonic() - begun:5.1f}s] {what}")
-
-    step("certificates")
-    ca = pki.make_ca(files.pki, f"tfjobgen-{name}-ca")
-    pki.issue(ca, files.pki, "apiserver", "kube-apiserver", server=True)  # the API server reads it from files.pki
-    admin = pki.issue(ca, files.pki, "admin", "admin", client=True, organization="system:masters")
-    pki.signing_key(files.pki, "service-accounts")
-    etcd_client, etcd_peer, api_port, kcm_port, scheduler_port = tools_ports = _ports(5)
-
-    step("etcd")
-    etcd = _launch(components.etcd(files, etcd_client, etcd_peer), files, started)
-    processes.wait_for(etcd, lambda: _get(f"http://127.0.0.1:{etcd_client}/health"), START_TIMEOUT, "a healthy store")
-
-    step(f"kube-apiserver {chosen.version}, pod network")
-    network = _launch(components.pod_network(files, api_port), files, started)
-    apiserver = _launch(components.kube_apiserver(files, api_port, etcd_client, chosen), files, started)
-    server = f"https://127.0.0.1:{api_port}"
-    trusted = ssl.create_default_context(cafile=str(ca.cert))
-    processes.wait_for(apiserver, lambda: _get(server + "/readyz", trusted), START_TIMEOUT, "readiness (/readyz)")
-    processes.wait_for(network, files.pod_network.exists, START_TIMEOUT, f"its socket {files.pod_network}")
-    files.kubeconfig.write_text(home.kubeconfig_text(name, server, ca.cert.read_bytes(), admin.cert.read_bytes(),
-                                                      admin.key.read_bytes()))
-    files.kubeconfig.chmod(0o600)
-
-    step("kube-controller-manager, kube-scheduler, kwok")
-    local_only = ssl._create_unverified_context()  # their self-made serving certificates, on 127.0.0.1
-    controller_manager = _launch(components.kube_controller_manager(files, kcm_port, chosen), files, started)
-    scheduler = _launch(components.kube_scheduler(files, scheduler_port, chosen), files, started)
-    _launch(components.kwok(files), files, started)
-    processes.wait_for(controller_manager, lambda: _get(f"https://127.0.0.1:{kcm_port}/healthz", local_only),
-                       START_TIMEOUT, "health (/healthz)")
-    processes.wait_for(scheduler, lambda: _get(f"https://127.0.0.1:{scheduler_port}/healthz", local_only),
-                       START_TIMEOUT, "health (/healthz)")
-
-    client = api.connect(str(files.kubeconfig))
-    objects = api.Objects(client)
-    import yaml
-
-    defined = list(yaml.safe_load_all(PRIORITY_CLASSES_FILE.read_text())) if PRIORITY_CLASSES_FILE.is_file() else []
-    classes = shape.priority_classes(profile, defined)
-    node_objects = shape.node_objects(groups)
-    for index, real_node in enumerate(real):
-        node_objects[index] = bring_up.real_node_object(node_objects[index], real_node)
-    step(f"{len(node_objects)} nodes ({len(real)} real), {len(classes)} PriorityClasses")
-    for obj in classes + node_objects:
-        objects.create(obj)
-    ports_taken: dict[str, int] = {}
-    context = _real_nodes_context(files, ca, api_port, objects, started, step, ports_taken)
-    if real:
-        step("real nodes: bridge")
-        bring_up.start_host(context, real, images, profile.cluster_domain)
-        for real_node in real:
-            step(f"real node {real_node.name}: containerd, kubelet")
-            bring_up.start_node(context, real_node, real)
-    _wait_nodes_ready(objects, {n["metadata"]["name"] for n in node_objects}, started)
-    if real:  # kube-router reads each node's address from its status, which a Ready kubelet has written
-        step("kube-router (NetworkPolicy) on every real node")
-        bring_up.start_policy(context, real)
-    step("controllers")
-    outcome = controllers.start_all(files, ca, objects, profile, step, warn, started, kubernetes=chosen.version)
-    gitops_state = {}
-    if gitops:
-        context = controllers.Context(files, ca, objects, profile, step, warn, tuple(outcome.started),
-                                      kubernetes=chosen.version)
-        try:
-            gitops_state = argocd.start(context, gitops)
-        finally:
-            started.extend(context.started)
-            outcome.ports.update({f"argocd {k}": v for k, v in context.ports_taken.items()})
-
-    state = home.ClusterState(
-        name=name, profile=str(Path(profile.origin.file).resolve()) if profile.origin.file else "", profile_name=profile.name,
-        api_port=api_port, nodes=len(node_objects), components=[s.component.name for s in started if s.exited() is None],
-        missing=sorted(outcome.missing),
-        ports={**dict(zip(["etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler"],
-                          tools_ports)), **ports_taken, **outcome.ports}, argocd=gitops_state,
-        real_nodes=[r.name for r in real], kubernetes=chosen.version)
-    state.save()
-    step("ready")
-    return state
-
-
-def _real_nodes_context(files, ca, api_port, objects, started, step, ports_taken) -> bring_up.Context:
-    def ports(*purposes: str) -> list[int]:
-        found = _ports(len(purposes))
-        ports_taken.update(zip(purposes, found))
-        return found
-
-    return bring_up.Context(home=files.home, ca=ca, api_port=api_port, objects=objects,
-                            service_range=components.SERVICE_CIDR, say=step,
-                            launch=lambda component: _launch(component, files, started), ports=ports)
-
-
-def _wait_nodes_ready(objects: api.Objects, names: set[str], started) -> None:
-    def ready() -> bool:
-        for process in started:
-            if process.exited() is not None:
-                raise processes.StartFailed(f"{process.component.name} exited with code {process.exited()}: "
-                                            f"{process.failure()}")
-        nodes = objects.list("v1", "Node")
-        return names <= {n["metadata"]["name"] for n in nodes if is_ready(n)}
-
-    deadline = time.monotonic() + START_TIMEOUT
-    while not ready():
-        if time.monotonic() > deadline:
-            raise processes.StartFailed(f"nodes not Ready after {START_TIMEOUT:.0f} s (see logs/kwok.log, and "
-                                        "logs/kubelet-*.log of real nodes)")
-        time.sleep(0.2)
+    return lambda what: say(f"[{time.monotonic() - begun:5.1f}s] {what}")
 
 
 def is_ready(node: dict) -> bool:
@@ -242,27 +306,7 @@ def is_ready(node: dict) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in (node.get("status") or {}).get("conditions") or [])
 
 
-def _launch(component: processes.Component, files: ClusterFiles, started: list) -> processes.Started:
-    process = processes.start(component, files.home)
-    started.append(process)
-    return process
-
-
-def _ports(count: int) -> list[int]:
-    from ..kit import owned
-
-    return owned.free_ports(count)
-
-
 def _get(url: str, context: ssl.SSLContext | None = None) -> bool:
     with urllib.request.urlopen(url, timeout=2, context=context) as response:
         body = response.read()
     return response.status == 200 and (not url.endswith("/health") or json.loads(body).get("health") == "true")
-
-
-def down(name: str) -> list[int]:
-    """Stop the cluster's processes and remove its folder; the PIDs stopped. ClusterError if unknown."""
-    folder = home.folder(name)
-    if not folder.exists():
-        raise ClusterError(f"no cluster named {name!r} (running: {', '.join(home.names()) or 'none'})")
-    return _remove(name)

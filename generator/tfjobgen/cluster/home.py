@@ -14,7 +14,8 @@
         nodes/          real nodes: host.json (what the host had), the registry's and CoreDNS's files, and
                         <node>/ each node's containerd, kubelet, CNI files (nodes/teardown.py removes what they made)
 
-`cluster down` stops every process of the folder (processes.py) and removes it.
+ClusterFiles names the files in it that the components are told of. `cluster down` stops every process of
+the folder (processes.py) and removes it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,33 @@ from pathlib import Path
 HOME_ENV = "TFJOBGEN_CLUSTER_HOME"
 DEFAULT_NAME = "tfjobgen"
 NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class ClusterFiles:
+    """Files of one cluster, under its folder."""
+
+    home: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.home / "pki"
+
+    @property
+    def config(self) -> Path:
+        return self.home / "config"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.home / "kubeconfig"
+
+    @property
+    def pod_network(self) -> Path:
+        return self.home / "pod-network.sock"
+
+    @property
+    def nodes(self) -> Path:
+        return self.home / "nodes"
 
 
 def clusters_root() -> Path:
@@ -53,7 +81,7 @@ class ClusterState:
     components: list[str] = field(default_factory=list)  # what was started, in order
     missing: list[str] = field(default_factory=list)  # controllers the profile asks for that could not run
     ports: dict[str, int] = field(default_factory=dict)  # every port taken, by what took it
-    argocd: dict = field(default_factory=dict)  # Argo CD's settings when it runs (argocd.py)
+    argocd: dict = field(default_factory=dict)  # Argo CD's settings when it runs (controllers/argocd.py)
     real_nodes: list[str] = field(default_factory=list)  # the nodes that run containers (nodes/)
     kubernetes: str = ""  # the control plane's release, v1.34.12 (plane/release.py)
 

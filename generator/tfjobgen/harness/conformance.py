@@ -240,7 +240,7 @@ def _service_differences(predicted: dict, real: dict) -> list[str]:
 
 def install_addon_crds(objects: api.Objects, crd_folder: Path) -> None:
     """The CRDs of the kinds a job emits for add-ons the cluster does not run (monitoring)."""
-    from ..cluster.controllers import install, load_yaml_files
+    from ..cluster.controllers.base import install, load_yaml_files
 
     install(objects, [crd for name in ADDON_CRDS for crd in load_yaml_files(crd_folder / name)])
 

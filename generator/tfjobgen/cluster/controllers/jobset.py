@@ -9,7 +9,8 @@ manifests (config/components/webhook, its patches applied by kustomize), served 
 from __future__ import annotations
 
 from ...artifacts import programs
-from . import Context, kustomized, load_yaml_files, manager_settings
+from ..context import Context
+from .base import install, kustomized, load_yaml_files, manager_settings, start_manager
 
 NAME = "jobset"
 PROGRAMS = ["jobset-controller", "kustomize"]
@@ -23,12 +24,12 @@ def start(context: Context) -> None:
     # The release this cluster's Kubernetes runs (versions.yaml's needs_kubernetes: 1.30 runs JobSet v0.10.1).
     family = programs.family_for("jobset-controller", context.kubernetes)
     programs.program("jobset-controller", family.version)  # ToolsMissing names the command that builds it
-    context.install(load_yaml_files(family.asset("config/components/crd/bases")))
+    install(context.objects, load_yaml_files(family.asset("config/components/crd/bases")))
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     certificates = context.serving_certificate(NAME)
     configuration = {"apiVersion": "config.jobset.x-k8s.io/v1alpha1", "kind": "Configuration",
                      **manager_settings(webhook_port, health_port, metrics_port, certificates)}
     config_file = context.write_config("jobset.json", configuration)
-    context.start_manager(NAME, "jobset-controller", config_file, webhook_port, health_port, family.version)
+    start_manager(context, NAME, "jobset-controller", config_file, webhook_port, health_port, family.version)
     webhooks = [o for o in kustomized(family.asset("config/components/webhook")) if "Webhook" in o["kind"]]
     context.register_webhooks(webhooks, webhook_port, NAME)

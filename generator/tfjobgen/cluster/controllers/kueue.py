@@ -33,7 +33,8 @@ from pathlib import Path
 from ...inputs import quantity
 from ...kube import api
 from ...artifacts import programs
-from . import Context, load_yaml_files, manager_settings
+from ..context import Context
+from .base import install, load_yaml_files, manager_settings, start_manager
 
 NAME = "kueue"
 PROGRAMS = ["kueue"]
@@ -70,7 +71,7 @@ def start(context: Context) -> None:
             crd["spec"]["conversion"] = {"strategy": "Webhook", "webhook": {
                 "clientConfig": {"url": f"https://127.0.0.1:{webhook_port}/convert", "caBundle": bundle},
                 "conversionReviewVersions": ["v1"]}}
-    context.install(crds + [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
+    install(context.objects, crds + [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
     certificates = context.serving_certificate(NAME)
     _metrics_certificate(certificates)
     configuration = {
@@ -84,7 +85,7 @@ def start(context: Context) -> None:
         "featureGates": {"VisibilityOnDemand": False},
     }
     config_file = context.write_config("kueue.json", configuration)
-    context.start_manager(NAME, "kueue", config_file, webhook_port, health_port)
+    start_manager(context, NAME, "kueue", config_file, webhook_port, health_port)
     manifests = load_yaml_files(family.asset("config/components/webhook/manifests.yaml"))
     for configuration_object in manifests:
         configuration_object["webhooks"] = [

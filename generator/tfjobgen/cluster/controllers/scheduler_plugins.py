@@ -17,7 +17,8 @@ from .. import processes
 from ...artifacts import programs
 from ..plane import components
 from ..processes import Component
-from . import Context, load_yaml_files, wait_healthy
+from ..context import Context
+from .base import install, load_yaml_files, wait_healthy
 
 NAME = "scheduler-plugins"
 PROGRAMS = ["coscheduler", "coscheduling-controller"]
@@ -54,7 +55,7 @@ def configuration(context: Context) -> dict:
 def start(context: Context) -> None:
     family = programs.family_of("coscheduler")
     # The controller also reconciles ElasticQuotas: without their CRD its manager does not start.
-    context.install(load_yaml_files(family.asset("manifests/coscheduling/crd.yaml"))
+    install(context.objects, load_yaml_files(family.asset("manifests/coscheduling/crd.yaml"))
                     + load_yaml_files(family.asset("manifests/capacityscheduling/crd.yaml")))
     scheduler_port, probe_port, metrics_port = context.ports("scheduler", "controller-health", "controller-metrics")
     config_file = context.write_config("coscheduler.json", configuration(context))

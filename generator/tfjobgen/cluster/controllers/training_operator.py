@@ -25,7 +25,8 @@ from ...concerns import gang
 from ...inputs.profile import ClusterProfile
 from ...artifacts import programs
 from ..processes import Component
-from . import Context, kustomized, load_yaml_files, wait_healthy, wait_serving
+from ..context import Context
+from .base import install, kustomized, load_yaml_files, wait_healthy, wait_serving
 
 NAME = "training-operator"
 PROGRAMS = ["training-operator", "kustomize"]
@@ -73,7 +74,7 @@ def tfjob_webhooks(configurations: list[dict]) -> list[dict]:
 
 def start(context: Context) -> None:
     family = programs.family_of("training-operator")
-    context.install(load_yaml_files(family.asset(CRD)))
+    install(context.objects, load_yaml_files(family.asset(CRD)))
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     certificates = context.serving_certificate(NAME)
     scheduler = context.profile.gang.scheduler

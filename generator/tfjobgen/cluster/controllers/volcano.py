@@ -21,7 +21,8 @@ from __future__ import annotations
 from ...kube import api
 from ...artifacts import programs
 from ..processes import Component
-from . import Context, load_yaml_files, wait_healthy
+from ..context import Context
+from .base import install, load_yaml_files, wait_healthy
 
 NAME = "volcano"
 PROGRAMS = ["vc-scheduler"]
@@ -52,7 +53,7 @@ def wanted(profile) -> bool:
 
 def start(context: Context) -> None:
     family = programs.family_of("vc-scheduler")
-    context.install(load_yaml_files(family.asset("installer/helm/chart/volcano/crd/bases")))
+    install(context.objects, load_yaml_files(family.asset("installer/helm/chart/volcano/crd/bases")))
     (health_port,) = context.ports("health")
     config_file = context.write_config("volcano-scheduler.conf", CONFIGURATION)  # YAML, which reads JSON
     process = context.launch(Component(NAME, [

@@ -17,12 +17,13 @@ import subprocess
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ...inputs.profile import ClusterProfile
 from .. import processes
 from ...artifacts import programs
+from ..context import Context
 from ..plane import pki
+from ..plane.addresses import SERVICE_CIDR
 from . import host, network, node as node_files
 from .node import RealNode
 
@@ -109,30 +110,12 @@ def _memory_available() -> int:
     return 0
 
 
-@dataclass
-class Context:
-    """What bringing nodes up uses from the control plane, and what it records."""
-
-    home: Path  # the cluster's folder
-    ca: pki.Pair
-    api_port: int
-    objects: object  # api.Objects
-    service_range: str
-    say: Callable[[str], None]
-    launch: Callable[[processes.Component], processes.Started]
-    ports: Callable[..., list[int]]
-
-    @property
-    def host_record(self) -> Path:
-        return self.home / "nodes" / "host.json"
-
-
 def start_host(context: Context, nodes: list[RealNode], images: list[Image], cluster_domain: str) -> None:
     """The bridge, the registry with the images, the API relay, RBAC and CoreDNS."""
-    folder = context.host_record.parent
+    folder = context.files.nodes
     folder.mkdir(parents=True, exist_ok=True)
     # Recorded before anything is made: teardown removes only what this cluster made.
-    context.host_record.write_text(json.dumps({
+    (folder / "host.json").write_text(json.dumps({
         "bridge": network.BRIDGE,
         "made_paths": [p for p in SHARED_PATHS if not os.path.lexists(p)]}, indent=1) + "\n")
     network.make_host()
@@ -199,13 +182,13 @@ def start_node(context: Context, real: RealNode, everyone: list[RealNode]) -> pr
 
 def start_policy(context: Context, nodes: list[RealNode]) -> None:
     """kube-router on every node, with one read-only identity."""
-    folder = context.host_record.parent
+    folder = context.files.nodes
     pair = pki.issue(context.ca, folder / "pki", "kube-router", host.KUBE_ROUTER_USER, client=True)
     kubeconfig = folder / "kube-router.kubeconfig"
     kubeconfig.write_text(host.kubeconfig_over_bridge(context.ca.cert.read_bytes(), pair.cert.read_bytes(),
                                                       pair.key.read_bytes()))
     for real in nodes:
-        context.launch(node_files.kube_router(real, kubeconfig, context.service_range))
+        context.launch(node_files.kube_router(real, kubeconfig, SERVICE_CIDR))
 
 
 def real_node_object(node_object: dict, real: RealNode) -> dict:

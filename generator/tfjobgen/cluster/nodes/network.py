@@ -8,8 +8,9 @@
 
 Pods talk to pods of other nodes through the bridge, and routing happens only inside the node
 namespaces: the host forwards nothing, masquerades nothing and has no firewall rule. No address leads
-off the machine. The pod subnets sit outside KWOK's 10.244.0.0/16, so a real pod and a KWOK pod never
-share an address. One cluster with real nodes runs on a machine at a time: the bridge is its claim.
+off the machine. The pod subnets sit in the address plan's REAL_POD_RANGE (plane/addresses.py), outside
+KWOK's 10.244.0.0/16, so a real pod and a KWOK pod never share an address. One cluster with real nodes
+runs on a machine at a time: the bridge is its claim.
 
 Each function runs `ip` (iproute2) with an argument list; every device, route and namespace made
 here is removed by `remove_node` and `remove_host`.
@@ -25,7 +26,6 @@ from pathlib import Path
 BRIDGE = "tfjg0"
 BRIDGE_ADDRESS = "172.31.0.1"
 BRIDGE_PREFIX = 24
-REAL_POD_RANGE = "10.245.0.0/16"  # every real node's pods; podnet.py dials these addresses directly
 API_RELAY_PORT = 6443  # the API server, relayed from 127.0.0.1 to the bridge for the kubelets
 REGISTRY_RELAY_PORT = 5000  # the image registry, relayed the same way for containerd
 DNS_PORT = 53

@@ -9,42 +9,18 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from ...artifacts import programs
-from ..nodes.network import REAL_POD_RANGE
+from ..home import ClusterFiles
 from ..processes import Component
+from .addresses import REAL_POD_RANGE, SERVICE_CIDR
 from .release import Release
 
-SERVICE_CIDR = "10.96.0.0/16"
 # Pods of a lost node are evicted after this long (the API server's default is 300 s): a test of a
 # lost server waits seconds, not minutes. Jobs that set their own tolerationSeconds keep theirs.
 NODE_LOSS_TOLERATION_SECONDS = 5
 API_QPS, API_BURST = 500, 1000  # client-side limits of the controllers (defaults: 20/30): place 500 pods in seconds
-
-
-@dataclass(frozen=True)
-class ClusterFiles:
-    """Files of one cluster, under its folder (home.py)."""
-
-    home: Path
-
-    @property
-    def pki(self) -> Path:
-        return self.home / "pki"
-
-    @property
-    def config(self) -> Path:
-        return self.home / "config"
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.home / "kubeconfig"
-
-    @property
-    def pod_network(self) -> Path:
-        return self.home / "pod-network.sock"
 
 
 def etcd(files: ClusterFiles, client_port: int, peer_port: int) -> Component:

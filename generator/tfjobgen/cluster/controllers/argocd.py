@@ -31,9 +31,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import processes
-from ..artifacts import programs
-from .processes import Component
+from ...artifacts import programs
+from .. import processes
+from ..processes import Component
+from .base import install, load_yaml_files, wait_healthy
 
 MODES = ("plugin", "rendered")
 NAMESPACE = "argocd"
@@ -120,7 +121,7 @@ def _git(root: Path, *args: str) -> str | None:
 # ---- starting --------------------------------------------------------------------------------------
 
 def start(context, source: Source) -> dict:
-    """Start Argo CD beside the cluster of `context` (controllers.Context) and apply argocd/<mode>.
+    """Start Argo CD beside the cluster of `context` (context.py) and apply argocd/<mode>.
 
     What the cluster's state records of it: mode, repository, revision, Applications, namespaces.
     """
@@ -146,7 +147,8 @@ def start(context, source: Source) -> dict:
 
     context.say("Argo CD: CRDs, configuration, this cluster registered")
     family = programs.family_of("argocd")
-    context.install([o for o in _load(family.asset("manifests/crds")) if o["kind"] == "CustomResourceDefinition"])
+    install(context.objects, [o for o in load_yaml_files(family.asset("manifests/crds"))
+                              if o["kind"] == "CustomResourceDefinition"])
     context.objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, manager=MANAGER)
     settings = _configuration(context, family, source)
     _register_cluster(context)
@@ -184,8 +186,6 @@ def start(context, source: Source) -> dict:
         "--webhook-addr", f"127.0.0.1:{appset_webhook}", *logs],
         env={**common, "ARGOCD_BINARY_NAME": "argocd-applicationset-controller"}))
 
-    from .controllers import wait_healthy
-
     wait_healthy(repo_server, repo_metrics, "/healthz?full=true", START_TIMEOUT)
     processes.wait_for(cmp_server, plugin_socket.exists, START_TIMEOUT, f"its socket {plugin_socket}")
     wait_healthy(controller, controller_metrics, "/healthz", START_TIMEOUT)
@@ -216,12 +216,6 @@ def _redis_ping(port: int) -> bool:
         return connection.recv(16).startswith(b"+PONG")
 
 
-def _load(path: Path) -> list[dict]:
-    from .controllers import load_yaml_files
-
-    return load_yaml_files(path)
-
-
 def _plugin_name(plugin_yaml: Path) -> str:
     """`<metadata.name>-<spec.version>`: what Applications name, and the socket the cmp-server listens on."""
     import yaml
@@ -242,7 +236,7 @@ def _configuration(context, family: programs.Family, source: Source) -> dict[str
     patch_file = source.root / "argocd" / "argocd-cm-patch.yaml"
     patch = (yaml.safe_load(patch_file.read_text()) or {}).get("data") or {} if patch_file.is_file() else {}
     settings = {}
-    for obj in _load(family.asset("manifests/base/config")):
+    for obj in load_yaml_files(family.asset("manifests/base/config")):
         if obj["kind"] not in ("ConfigMap", "Secret"):
             continue  # its kustomization.yaml
         name = obj["metadata"]["name"]
@@ -274,7 +268,7 @@ def _register_cluster(context) -> None:
                    "metadata": {"name": "argocd-manager-token", "namespace": "kube-system",
                                 "annotations": {"kubernetes.io/service-account.name": "argocd-manager"}}},
                   manager=MANAGER)
-    from ..kube.api import wait_until
+    from ...kube.api import wait_until
 
     token = wait_until(lambda: ((objects.get("v1", "Secret", "argocd-manager-token", "kube-system") or {})
                                 .get("data") or {}).get("token"), 30, "the argocd-manager ServiceAccount's token")
@@ -364,7 +358,7 @@ def apply(objects, source: Source, cluster: str, timeout: float = 60) -> list[st
     destinations name; the Applications the ApplicationSet made, once it made them all."""
     from kubernetes.client.exceptions import ApiException
 
-    from ..kube.api import wait_until
+    from ...kube.api import wait_until
 
     built = built_objects(source, cluster)
     appsets = {o["metadata"]["name"]: sum(len(g["list"]["elements"]) for g in o["spec"]["generators"] if "list" in g)
