@@ -12,7 +12,6 @@ jobs of every topology, team and size (tfjobgen/harness/synthetic.py).
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest

@@ -35,6 +35,7 @@ from ..inputs.intents import Intent
 from ..inputs.problems import has_errors
 from ..shared import contract
 from ..kube import api
+from ..place import place
 from . import gangs
 
 # What the API server appends to a generateName (k8s.io/apiserver names.SimpleNameGenerator).
@@ -249,7 +250,7 @@ def apply(objects: api.Objects, rendered: list[dict]) -> None:
     """Server-side apply of every object, namespaces first (as Argo CD applies a rendered set)."""
     for namespace in sorted({o["metadata"]["namespace"] for o in rendered if o["metadata"].get("namespace")}):
         if objects.get("v1", "Namespace", namespace) is None:
-            restricted_namespace(objects, namespace)
+            place.job_namespace(objects, namespace)
     for obj in rendered:
         objects.apply(obj, manager="tfjobgen")
 
