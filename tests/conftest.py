@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import types
 from pathlib import Path
 
@@ -123,6 +124,12 @@ def _tools_reached(function, seen: set) -> set[str]:
     return tools
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slowest-file", metavar="PATH", default=None,
+                     help="write the slowest tests and test groups of this run, with their times, to PATH "
+                          "(make test: build/test-durations.txt) and print them at the end")
+
+
 def pytest_configure(config):
     for name, what in TOOL_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
@@ -160,8 +167,10 @@ def pytest_collectreport(report):
         report.longrepr = f"{report.nodeid}: skipped at collection: {report.longrepr} (TFJOBGEN_REQUIRE_TOOLS=1)"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        _group_by_shared_fixtures(item)
         seen: set = set()
         tools = _tools_reached(getattr(item, "function", None), seen)
         for definitions in item._fixtureinfo.name2fixturedefs.values():
@@ -309,3 +318,66 @@ def problems_of(text: str, tmp_path, profile: str | None = None, name: str = "jo
 def overlay_objects(built_overlays) -> dict[str, list[dict]]:
     """The built overlays, parsed once: name -> objects (treat as read-only)."""
     return {name: load_yaml_stream(text) for name, text in built_overlays.items()}
+
+
+# ---- which tests share a process (--dist loadgroup) -------------------------------------------
+#
+# Under `--dist loadgroup` pytest-xdist sends each test to whichever process is free, except tests of
+# one xdist_group, which go to one process in turn. A test that uses a fixture set up once for several
+# tests (module or class scope: a local cluster, a git repository, a trained model) is grouped with the
+# other tests of its module that use it with the same parameters, so that the fixture is set up once,
+# not once per process. Every other test goes where there is room. A module may mark its tests with
+# finer groups itself (tests/cluster/test_backends_real.py: one per cluster setting).
+
+SHARED_SCOPES = ("module", "class", "package")
+
+
+def _group_by_shared_fixtures(item) -> None:
+    if any(item.iter_markers("xdist_group")):
+        return
+    shared = sorted(name for name, definitions in item._fixtureinfo.name2fixturedefs.items()
+                    if any(d.scope in SHARED_SCOPES for d in definitions))
+    if not shared:
+        return
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    keys = [f"{name}={params[name]}" for name in shared if name in params]
+    module = item.nodeid.partition("::")[0]
+    item.add_marker(pytest.mark.xdist_group(module + (f"[{','.join(keys)}]" if keys else "")))
+
+
+# ---- the slowest tests of a run (--slowest-file) -------------------------------------------------
+
+SLOWEST = 20
+_STARTED = time.monotonic()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The slowest tests (setup, call and teardown together: a module's cluster start counts in its first
+    test's setup) and the slowest groups (what one process runs in turn), written and printed."""
+    path = config.getoption("slowest_file", None)
+    if not path or hasattr(config, "workerinput"):
+        return
+    tests: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) in ("setup", "call", "teardown"):
+                tests[report.nodeid] = tests.get(report.nodeid, 0.0) + report.duration
+    groups: dict[str, float] = {}
+    for nodeid, seconds in tests.items():
+        test, _, group = nodeid.partition("@")
+        key = f"group {group}" if group else f"alone {test}"
+        groups[key] = groups.get(key, 0.0) + seconds
+    lines = [f"# pytest {' '.join(config.invocation_params.args)}",
+             f"# {len(tests)} tests, {sum(tests.values()):.0f} s of tests, "
+             f"{time.monotonic() - _STARTED:.0f} s wall, "
+             f"{getattr(config.option, 'numprocesses', None) or 1} process(es)",
+             f"# the {SLOWEST} slowest tests (setup + call + teardown, seconds)"]
+    lines += [f"{seconds:8.1f}  {nodeid}" for nodeid, seconds in sorted(tests.items(), key=lambda t: -t[1])[:SLOWEST]]
+    lines += ["# the 10 slowest units of scheduling (an xdist_group runs in one process in turn)"]
+    lines += [f"{seconds:8.1f}  {key}" for key, seconds in sorted(groups.items(), key=lambda g: -g[1])[:10]]
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(lines) + "\n")
+    terminalreporter.write_sep("=", f"slowest tests (written to {path})")
+    for line in lines:
+        terminalreporter.write_line(line)
