@@ -204,13 +204,13 @@ def crd_dir() -> Path:
     upstream = Path(need("upstream CRDs", str(CRD_DIR) if CRD_DIR.is_dir() else None,
                          f"expected the upstream CRD folder at {CRD_DIR} (../shared/crds from the repository root, "
                          "or set TFJOBGEN_CRD_DIR)"))
-    built = built_crds()
     merged = Path(tempfile.gettempdir()) / f"tfjobgen-crds-{os.getpid()}"
-    if not merged.is_dir():
+    if not merged.is_dir():  # once a process: reading every built family's CRDs takes seconds
+        built = built_crds()
         merged.mkdir()
         for path in sorted(upstream.glob("*.y*ml")):
-            texts = [built.get(_crd_name(document), yaml.safe_dump(document))
-                     for document in yaml.safe_load_all(path.read_text()) if document]
+            texts = [built.get(_crd_name(document)) or yaml.dump(document, Dumper=_YAML_DUMPER)
+                     for document in yaml.load_all(path.read_text(), Loader=_YAML_LOADER) if document]
             (merged / path.name).write_text("---\n".join(texts))
     return merged
 
@@ -227,10 +227,14 @@ def built_crds() -> dict[str, str]:
         for asset in family.assets:
             root = family.asset(asset)
             for path in sorted([root] if root.is_file() else root.rglob("*.yaml")):
-                for document in yaml.safe_load_all(path.read_text()):
+                for document in yaml.load_all(path.read_text(), Loader=_YAML_LOADER):
                     if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
-                        found[_crd_name(document)] = yaml.safe_dump(document)
+                        found[_crd_name(document)] = yaml.dump(document, Dumper=_YAML_DUMPER)
     return found
+
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the families' CRDs are megabytes
+_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _crd_name(document: dict) -> str:
