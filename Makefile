@@ -90,7 +90,8 @@ test-fast: venv
 # are `make test`. What each needs:
 # - test-generator: the generator, the runtime and the CLI (tests/*.py, tests/runtime): kubectl, kpt, checkov,
 #   TensorFlow, Debian's prometheus; no Go, no root.
-# - test-gitops: the GitOps files and Argo CD's health checks (tests/gitops): git, kubectl; no Go, no root.
+# - test-gitops: the GitOps files and Argo CD's health checks (tests/gitops): git, kubectl; no root. One test
+#   (diff's placement report, marked cluster) starts local clusters: `make cluster-tools`.
 # - test-cluster: the local cluster (tests/cluster): the programs of `make cluster-tools` (Go), tmux, redis-server;
 #   no root.
 # - test-nodes: real nodes and the images they run (tests/nodes, tests/images): `make cluster-tools`, root for
@@ -99,7 +100,7 @@ HEAVY_TIERS := tests/cluster tests/gitops tests/nodes tests/images
 test-generator: venv checkov
 	$(PYTEST) -n $(TEST_PROCESSES) $(addprefix --ignore=,$(HEAVY_TIERS)) --slowest-file=$(BUILD)/test-durations-generator.txt
 
-test-gitops: venv
+test-gitops: venv cluster-tools
 	$(PYTEST) -n $(TEST_PROCESSES) tests/gitops --slowest-file=$(BUILD)/test-durations-gitops.txt
 
 test-cluster: venv cluster-tools
