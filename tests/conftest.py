@@ -349,6 +349,19 @@ def _group_by_shared_fixtures(item) -> None:
     item.add_marker(pytest.mark.xdist_group(module + (f"[{','.join(keys)}]" if keys else "")))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker sends its collection to be scheduled
+def pytest_collection_finish(session):
+    """pytest-xdist 3.8 names a grouped test `<id>@<group>` (what the loadgroup scheduler groups by) by setting the
+    item's `_nodeid`, which pytest 9 no longer reads (a node's id is `_id`): without this, --dist loadgroup spreads
+    every test as --dist load does, and each process starts its own copy of a module's cluster."""
+    for item in session.items:
+        grouped = getattr(item, "__dict__", {}).get("_nodeid")
+        if grouped and hasattr(item, "_id") and item.nodeid != grouped:
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(grouped)
+
+
 # ---- the slowest tests of a run (--slowest-file) -------------------------------------------------
 
 SLOWEST = 20

@@ -40,9 +40,9 @@ RELEASE = os.environ.get("TFJOBGEN_TEST_KUBERNETES", "")
 
 
 @uses("cluster")
-def need_cluster_tools(*programs: str) -> None:
-    """Skip (fail under CI) unless the control plane's programs, and `programs`, are built."""
-    lacking = programs.missing(control.CORE_PROGRAMS + list(programs))
+def need_cluster_tools(*wanted: str) -> None:
+    """Skip (fail under CI) unless the control plane's programs, and the `wanted` ones, are built."""
+    lacking = programs.missing(control.CORE_PROGRAMS + list(wanted))
     need("the local cluster's programs", None if lacking else "built",
          f"{', '.join(lacking)} not built: run `make cluster-tools` (binaries go to {programs.cache_root()})")
 
