@@ -134,6 +134,8 @@ def pytest_configure(config):
     for name, what in TOOL_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
     config.addinivalue_line("markers", f"{FAST_MARKER}: needs none of {', '.join(TOOL_MARKERS)} (make test-fast)")
+    config.addinivalue_line("markers", f"{ANY_PROCESS}: the module's shared fixtures may be set up once per process, "
+                                       "so its tests go to whichever process is free (--dist loadgroup)")
 
 
 def _imports_tensorflow(path: Path) -> bool:
@@ -334,10 +336,13 @@ def overlay_objects(built_overlays) -> dict[str, list[dict]]:
 # finer groups itself (tests/cluster/test_backends_real.py: one per cluster setting).
 
 SHARED_SCOPES = ("module", "class", "package")
+# A module whose shared fixture each process may set up for itself (a cluster each test reshapes) marks
+# its tests so: they go wherever there is room.
+ANY_PROCESS = "any_process"
 
 
 def _group_by_shared_fixtures(item) -> None:
-    if any(item.iter_markers("xdist_group")):
+    if any(item.iter_markers("xdist_group")) or any(item.iter_markers(ANY_PROCESS)):
         return
     shared = sorted(name for name, definitions in item._fixtureinfo.name2fixturedefs.items()
                     if any(d.scope in SHARED_SCOPES for d in definitions))

@@ -67,7 +67,7 @@ def test_a_cluster_runs_the_newest_release_of_a_family_that_works_with_its_kuber
                      "programs": {"ctl": "x"}},
         "sched": {"module": "example.com/sched", "version": "v0.34.7", "needs_kubernetes": "1.34", "programs": {"sched": "x"}},
     }))
-    monkeypatch.setattr(tools, "VERSIONS_FILE", versions)
+    monkeypatch.setattr(programs, "VERSIONS_FILE", versions)
     chosen = {k: programs.family_for("ctl", k).version for k in ("", "v1.37.2", "1.34", "v1.33.1", "1.32", "1.31")}
     assert chosen == {"": "v0.12.0", "v1.37.2": "v0.12.0", "1.34": "v0.12.0", "v1.33.1": "v0.10.2",
                       "1.32": "v0.10.2", "1.31": "v0.9.1"}
