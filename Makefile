@@ -76,7 +76,8 @@ images: venv cluster-tools
 # one process (tests/conftest.py groups them): the cluster tier mostly waits on controllers, so more
 # processes than cores pay (docs/benchmarks.md, "The test suite"). Every run writes its slowest tests
 # and groups to build/test-durations.txt and prints them at the end.
-TEST_PROCESSES ?= 2
+# Three: 18 min 43 s on 2 cores, where two under --dist loadfile took 24 min 57 s.
+TEST_PROCESSES ?= 3
 PYTEST := $(BIN)/python -m pytest --dist loadgroup
 test: venv checkov cluster-tools images
 	$(PYTEST) -n $(TEST_PROCESSES) --slowest-file=$(BUILD)/test-durations.txt
