@@ -9,7 +9,8 @@ BUILD  := build
 export KUSTOMIZE_PLUGIN_HOME := $(CURDIR)/plugins
 OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kustomization.yaml))
 
-.PHONY: venv checkov cluster-tools images demo build rendered diff test test-fast lock clean
+.PHONY: venv checkov cluster-tools images demo build rendered diff test test-fast test-generator test-gitops \
+        test-cluster test-nodes lock clean
 
 # The virtual environment, rebuilt when pyproject.toml or the pins change. constraints.txt pins
 # every package, so a fresh clone installs exactly what CI tested (a newer PyYAML once broke a
@@ -69,17 +70,45 @@ cluster-tools: venv
 images: venv cluster-tools
 	@$(BIN)/tfjobgen images build
 
-# Everything: real kubectl, kpt, git, checkov, TensorFlow processes and the local cluster, in
-# TEST_PROCESSES processes, a test file per process at a time (its module's cluster is started once).
-# Two halve the time on two cores: the cluster tier mostly waits on controllers (docs/benchmarks.md).
-TEST_PROCESSES ?= 2
+# Everything: real kubectl, kpt, git, checkov, TensorFlow processes, the local cluster (Go-built programs)
+# and real nodes (root, the images), in TEST_PROCESSES processes. --dist loadgroup sends each test to
+# whichever process is free, but keeps the tests that share a cluster or another module-wide fixture in
+# one process (tests/conftest.py groups them): the cluster tier mostly waits on controllers, so more
+# processes than cores pay (docs/benchmarks.md, "The test suite"). Every run writes its slowest tests
+# and groups to build/test-durations.txt and prints them at the end.
+# Three: 18 min 43 s on 2 cores, where two under --dist loadfile took 24 min 57 s.
+TEST_PROCESSES ?= 3
+PYTEST := $(BIN)/python -m pytest --dist loadgroup
 test: venv checkov cluster-tools images
-	$(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist loadfile
+	$(PYTEST) -n $(TEST_PROCESSES) --slowest-file=$(BUILD)/test-durations.txt
 
 # The edit loop: only tests marked `fast` (no kubectl, kpt, git, TensorFlow, socket timeouts,
-# hypothesis or checkov; tests/conftest.py marks each test by the tools it reaches).
+# hypothesis or checkov; tests/conftest.py marks each test by the tools it reaches). Under 20 s.
 test-fast: venv
 	$(BIN)/python -m pytest -m fast -q
+
+# The tiers of `make test` on their own, for an edit loop on one of them or a CI job each. Together they
+# are `make test`. What each needs:
+# - test-generator: the generator, the runtime and the CLI (tests/*.py, tests/runtime): kubectl, kpt, checkov,
+#   TensorFlow, Debian's prometheus; no Go, no root.
+# - test-gitops: the GitOps files and Argo CD's health checks (tests/gitops): git, kubectl; no root. One test
+#   (diff's placement report, marked cluster) starts local clusters: `make cluster-tools`.
+# - test-cluster: the local cluster (tests/cluster): the programs of `make cluster-tools` (Go), tmux, redis-server;
+#   no root.
+# - test-nodes: real nodes and the images they run (tests/nodes, tests/images): `make cluster-tools`, root for
+#   `make images`, containerd, runc, iptables.
+HEAVY_TIERS := tests/cluster tests/gitops tests/nodes tests/images
+test-generator: venv checkov
+	$(PYTEST) -n $(TEST_PROCESSES) $(addprefix --ignore=,$(HEAVY_TIERS)) --slowest-file=$(BUILD)/test-durations-generator.txt
+
+test-gitops: venv cluster-tools
+	$(PYTEST) -n $(TEST_PROCESSES) tests/gitops --slowest-file=$(BUILD)/test-durations-gitops.txt
+
+test-cluster: venv cluster-tools
+	$(PYTEST) -n $(TEST_PROCESSES) tests/cluster --slowest-file=$(BUILD)/test-durations-cluster.txt
+
+test-nodes: venv cluster-tools images
+	$(PYTEST) -n $(TEST_PROCESSES) tests/nodes tests/images --slowest-file=$(BUILD)/test-durations-nodes.txt
 
 # Re-resolve the pins to the newest releases pyproject.toml admits, in a throwaway environment,
 # so drift shows up here (run make test after) rather than on somebody's fresh clone.

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import types
 from pathlib import Path
 
@@ -123,10 +124,18 @@ def _tools_reached(function, seen: set) -> set[str]:
     return tools
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slowest-file", metavar="PATH", default=None,
+                     help="write the slowest tests and test groups of this run, with their times, to PATH "
+                          "(make test: build/test-durations.txt) and print them at the end")
+
+
 def pytest_configure(config):
     for name, what in TOOL_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
     config.addinivalue_line("markers", f"{FAST_MARKER}: needs none of {', '.join(TOOL_MARKERS)} (make test-fast)")
+    config.addinivalue_line("markers", f"{ANY_PROCESS}: the module's shared fixtures may be set up once per process, "
+                                       "so its tests go to whichever process is free (--dist loadgroup)")
 
 
 def _imports_tensorflow(path: Path) -> bool:
@@ -160,8 +169,10 @@ def pytest_collectreport(report):
         report.longrepr = f"{report.nodeid}: skipped at collection: {report.longrepr} (TFJOBGEN_REQUIRE_TOOLS=1)"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        _group_by_shared_fixtures(item)
         seen: set = set()
         tools = _tools_reached(getattr(item, "function", None), seen)
         for definitions in item._fixtureinfo.name2fixturedefs.values():
@@ -195,13 +206,13 @@ def crd_dir() -> Path:
     upstream = Path(need("upstream CRDs", str(CRD_DIR) if CRD_DIR.is_dir() else None,
                          f"expected the upstream CRD folder at {CRD_DIR} (../shared/crds from the repository root, "
                          "or set TFJOBGEN_CRD_DIR)"))
-    built = built_crds()
     merged = Path(tempfile.gettempdir()) / f"tfjobgen-crds-{os.getpid()}"
-    if not merged.is_dir():
+    if not merged.is_dir():  # once a process: reading every built family's CRDs takes seconds
+        built = built_crds()
         merged.mkdir()
         for path in sorted(upstream.glob("*.y*ml")):
-            texts = [built.get(_crd_name(document), yaml.safe_dump(document))
-                     for document in yaml.safe_load_all(path.read_text()) if document]
+            texts = [built.get(_crd_name(document)) or yaml.dump(document, Dumper=_YAML_DUMPER)
+                     for document in yaml.load_all(path.read_text(), Loader=_YAML_LOADER) if document]
             (merged / path.name).write_text("---\n".join(texts))
     return merged
 
@@ -218,10 +229,14 @@ def built_crds() -> dict[str, str]:
         for asset in family.assets:
             root = family.asset(asset)
             for path in sorted([root] if root.is_file() else root.rglob("*.yaml")):
-                for document in yaml.safe_load_all(path.read_text()):
+                for document in yaml.load_all(path.read_text(), Loader=_YAML_LOADER):
                     if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
-                        found[_crd_name(document)] = yaml.safe_dump(document)
+                        found[_crd_name(document)] = yaml.dump(document, Dumper=_YAML_DUMPER)
     return found
+
+
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the families' CRDs are megabytes
+_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def _crd_name(document: dict) -> str:
@@ -309,3 +324,82 @@ def problems_of(text: str, tmp_path, profile: str | None = None, name: str = "jo
 def overlay_objects(built_overlays) -> dict[str, list[dict]]:
     """The built overlays, parsed once: name -> objects (treat as read-only)."""
     return {name: load_yaml_stream(text) for name, text in built_overlays.items()}
+
+
+# ---- which tests share a process (--dist loadgroup) -------------------------------------------
+#
+# Under `--dist loadgroup` pytest-xdist sends each test to whichever process is free, except tests of
+# one xdist_group, which go to one process in turn. A test that uses a fixture set up once for several
+# tests (module or class scope: a local cluster, a git repository, a trained model) is grouped with the
+# other tests of its module that use it with the same parameters, so that the fixture is set up once,
+# not once per process. Every other test goes where there is room. A module may mark its tests with
+# finer groups itself (tests/cluster/test_backends_real.py: one per cluster setting).
+
+SHARED_SCOPES = ("module", "class", "package")
+# A module whose shared fixture each process may set up for itself (a cluster each test reshapes) marks
+# its tests so: they go wherever there is room.
+ANY_PROCESS = "any_process"
+
+
+def _group_by_shared_fixtures(item) -> None:
+    if any(item.iter_markers("xdist_group")) or any(item.iter_markers(ANY_PROCESS)):
+        return
+    shared = sorted(name for name, definitions in item._fixtureinfo.name2fixturedefs.items()
+                    if any(d.scope in SHARED_SCOPES for d in definitions))
+    if not shared:
+        return
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    keys = [f"{name}={params[name]}" for name in shared if name in params]
+    module = item.nodeid.partition("::")[0]
+    item.add_marker(pytest.mark.xdist_group(module + (f"[{','.join(keys)}]" if keys else "")))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker sends its collection to be scheduled
+def pytest_collection_finish(session):
+    """pytest-xdist 3.8 names a grouped test `<id>@<group>` (what the loadgroup scheduler groups by) by setting the
+    item's `_nodeid`, which pytest 9 no longer reads (a node's id is `_id`): without this, --dist loadgroup spreads
+    every test as --dist load does, and each process starts its own copy of a module's cluster."""
+    for item in session.items:
+        grouped = getattr(item, "__dict__", {}).get("_nodeid")
+        if grouped and hasattr(item, "_id") and item.nodeid != grouped:
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(grouped)
+
+
+# ---- the slowest tests of a run (--slowest-file) -------------------------------------------------
+
+SLOWEST = 20
+_STARTED = time.monotonic()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The slowest tests (setup, call and teardown together: a module's cluster start counts in its first
+    test's setup) and the slowest groups (what one process runs in turn), written and printed."""
+    path = config.getoption("slowest_file", None)
+    if not path or hasattr(config, "workerinput"):
+        return
+    tests: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) in ("setup", "call", "teardown"):
+                tests[report.nodeid] = tests.get(report.nodeid, 0.0) + report.duration
+    groups: dict[str, float] = {}
+    for nodeid, seconds in tests.items():
+        test, _, group = nodeid.partition("@")
+        key = f"group {group}" if group else f"alone {test}"
+        groups[key] = groups.get(key, 0.0) + seconds
+    lines = [f"# pytest {' '.join(config.invocation_params.args)}",
+             f"# {len(tests)} tests, {sum(tests.values()):.0f} s of tests, "
+             f"{time.monotonic() - _STARTED:.0f} s wall, "
+             f"{getattr(config.option, 'numprocesses', None) or 1} process(es)",
+             f"# the {SLOWEST} slowest tests (setup + call + teardown, seconds)"]
+    lines += [f"{seconds:8.1f}  {nodeid}" for nodeid, seconds in sorted(tests.items(), key=lambda t: -t[1])[:SLOWEST]]
+    lines += ["# the 10 slowest units of scheduling (an xdist_group runs in one process in turn)"]
+    lines += [f"{seconds:8.1f}  {key}" for key, seconds in sorted(groups.items(), key=lambda g: -g[1])[:10]]
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("\n".join(lines) + "\n")
+    terminalreporter.write_sep("=", f"slowest tests (written to {path})")
+    for line in lines:
+        terminalreporter.write_line(line)

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import io
 import os
+import signal
 import socket
 import sys
 import threading
@@ -24,6 +25,7 @@ from jobs import SMALL_JOB as GOOD
 
 from tfjobgen import cli
 from tfjobgen.inputs import source
+from tfjobgen.kit import owned
 
 DEADLINE = 20  # seconds: a command that takes longer is blocked
 
@@ -36,9 +38,12 @@ def run(*argv: str, cwd: Path, stdin: bytes = b"", stdout: io.StringIO | None = 
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             result["code"] = cli.main(list(argv))
 
-    saved_stdin, saved_cwd = sys.stdin, os.getcwd()
+    saved_stdin, saved_cwd, saved_sigterm = sys.stdin, os.getcwd(), signal.getsignal(signal.SIGTERM)
     sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
     os.chdir(cwd)
+    # cli.main makes SIGTERM unwind, which only the main thread may set: done here, as the command's own main
+    # thread does, and undone after (else the test passed only after another test had called cli.main here).
+    owned.unwind_on_sigterm()
     try:
         thread = threading.Thread(target=command, daemon=True)
         thread.start()
@@ -52,6 +57,7 @@ def run(*argv: str, cwd: Path, stdin: bytes = b"", stdout: io.StringIO | None = 
     finally:
         sys.stdin = saved_stdin
         os.chdir(saved_cwd)
+        signal.signal(signal.SIGTERM, saved_sigterm)
     assert not blocked, f"tfjobgen {' '.join(argv)} blocked for {DEADLINE} s"
     return result.get("code", -1), out.getvalue(), err.getvalue()
 

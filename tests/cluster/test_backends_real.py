@@ -56,7 +56,13 @@ def tensorflow():
         yield reader
 
 
-@pytest.mark.parametrize("cell", CELLS, ids=str)
+def on_its_cluster(setting: tuple[str, str]):
+    """The tests of one setting share a process (--dist loadgroup), so its cluster starts once; settings
+    go to whichever process is free."""
+    return pytest.mark.xdist_group(f"backends-real-{'-'.join(setting)}")
+
+
+@pytest.mark.parametrize("cell", [pytest.param(c, marks=on_its_cluster(c.setting)) for c in CELLS], ids=str)
 def test_the_controller_creates_what_decode_predicts(cell, clusters, tensorflow):
     running = clusters.get(cell.setting)
     applied = running.cells[cell]
@@ -79,6 +85,7 @@ def test_the_controller_creates_what_decode_predicts(cell, clusters, tensorflow)
     assert tensorflow.misread(cases) == []
 
 
+@on_its_cluster(CELLS[0].setting)  # the first setting's cluster, which clusters.any() starts when none runs
 def test_the_training_operators_webhook_refuses_a_tfjob_it_cannot_run(clusters):
     """Served on 127.0.0.1 and registered by URL: the API server calls it, and its answer reaches the user."""
     cluster = clusters.any().cluster

@@ -92,7 +92,9 @@ def test_pause_exits_0_when_stopped_and_leaves_no_zombie(tmp_path, monkeypatch):
         process = subprocess.Popen(["sh", "-c", f"sleep 0.3 & echo $!; exec {binary}"], stdout=subprocess.PIPE,
                                    text=True)
         child = Path(f"/proc/{process.stdout.readline().strip()}/stat")
-        time.sleep(1.0)
+        reaped_by = time.monotonic() + 5  # the child ends after 0.3 s; a zombie would stay
+        while child.exists() and time.monotonic() < reaped_by:
+            time.sleep(0.05)
         assert not child.exists(), f"the exited child is left as a zombie: {child.read_text()[:80]}"
         process.send_signal(signal.SIGHUP)
         time.sleep(0.3)

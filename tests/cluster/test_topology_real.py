@@ -19,6 +19,11 @@ from jobs import job_yaml, write_job
 from tfjobgen.concerns import capacity, labels, promises
 
 
+# Each test gives the cluster the servers it needs: its tests may go to any process, each process
+# reshaping a cluster of its own (--dist loadgroup; tests/conftest.py), not one after another in one.
+pytestmark = pytest.mark.any_process
+
+
 @pytest.fixture(scope="module")
 def cluster():
     with local_cluster(None, 1) as running:
@@ -195,5 +200,9 @@ def test_the_nodes_plan_counts_are_the_nodes_the_scheduler_needs(cluster, scene,
     counted = pipeline.profile_from({"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile",
                                      "metadata": {"name": "counted"}, "spec": {"nodeCount": servers - 1}})
     predicted = capacity.capacity(job, counted).own.pending
-    # Which role waits depends on the order pods arrive in; how many wait does not.
-    assert len(waiting) == sum(len(p.indexes) for p in predicted) > 0, (waiting, predicted)
+    assert waiting and predicted, "one server fewer than plan counts leaves some of the job waiting"
+    # Which role waits depends on the order the Job controllers' pods reach the scheduler, and so how many
+    # do: a PS left waiting frees its server for ten workers (seen under load: PS 3 waiting instead of
+    # workers 40-49). When the role plan names is the one left waiting, the count is plan's.
+    if {role for role, _ in waiting} == {p.role for p in predicted}:
+        assert len(waiting) == sum(len(p.indexes) for p in predicted), (waiting, predicted)

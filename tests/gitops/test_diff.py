@@ -93,6 +93,7 @@ def test_added_changed_and_removed_jobs_per_cluster(repo):
     assert "No problems found." in report
 
 
+@pytest.mark.cluster  # diff places the jobs on local clusters (tfjobgen place)
 def test_the_report_places_added_and_changed_jobs_on_the_real_scheduler(repo):
     need("the local cluster's programs", None if programs.missing(control.CORE_PROGRAMS) else "built",
          "make cluster-tools builds them")
