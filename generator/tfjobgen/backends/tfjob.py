@@ -95,12 +95,13 @@ NAMING = Naming(
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     problems = common.one_template_per_role(job, profile, "a TFJob (a replica spec per role)")
-    if NAME not in gang_schedulers.of(profile).backends:
+    chosen = gang_schedulers.of(profile)
+    if NAME not in chosen.backends:
         problems.append(Problem(
-            f"the cluster profile '{profile.name}' gangs jobs with Kubernetes' own PodGroups, which the TFJob operator "
+            f"the cluster profile '{profile.name}' gangs jobs with {chosen.admits_through}, which the TFJob operator "
             "(v1.9, maintenance only) neither makes nor names: use backend jobset (one field; docs/design.md) or native",
             "spec.backend"))
-    if gang_schedulers.of(profile).admits_objects:  # Kueue; measured on 0.19.2 without it: the TFJob ran unsuspended, no Workload
+    if chosen.admits_objects:  # Kueue; measured on 0.19.2 without it: the TFJob ran unsuspended, no Workload
         problems.append(Problem(
             f"the cluster profile '{profile.name}' queues jobs with Kueue, whose shipped configuration turns its TFJob "
             "integration off from 0.19 on (kubeflow.org/tfjob commented out of integrations.frameworks): such a Kueue "

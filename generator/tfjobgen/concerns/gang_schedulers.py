@@ -36,6 +36,7 @@ class GangScheduler:
     runs for it. A field's default is what a scheduler that does not say has (nothing to write, no gates)."""
 
     name: str  # its spec.gang.scheduler value (schemas/clusterprofile.schema.json's enum lists every row's)
+    admits_through: str = ""  # what it admits a job through, as messages name it ("Volcano's PodGroups")
 
     # -- the objects it needs, written by gang.py (on native and jobset; tfjob: the operator's, below) --
     pod_group: str = ""  # apiVersion of the PodGroup a job's pods are admitted through, one per job ("": none)
@@ -66,7 +67,8 @@ class GangScheduler:
     topology_aware: bool = False  # it can place pods on servers itself when the profile says so (spec.gang.topologyAware)
     preempts: bool = True  # a pod waiting for room may evict pods of lower priority (spec.priorityClasses take effect)
     release: Release | None = None  # the Kubernetes release it needs (None: every release tfjobgen supports)
-    backends: tuple[str, ...] = ("native", "jobset", "tfjob")  # the backends whose jobs it gangs (tfjob.check refuses the others)
+    backends: tuple[str, ...] = ("native", "jobset", "tfjob")  # the backends whose jobs it gangs; a backend's check
+    #                                                            refuses the others (tfjob: the operator makes no PodGroup of it)
     operator_makes_pod_group: bool = False  # the TFJob operator, started with --gang-scheduler-name set to the pods'
     #                                         schedulerName, makes a TFJob's PodGroup itself (gang.scheduling_policy)
 
@@ -84,6 +86,7 @@ SCHEDULERS = {row.name: row for row in (
         no_groups_because="no gang scheduler runs"),
     GangScheduler(
         "volcano",  # Volcano's scheduler: PodGroups, and task-topology for colocated groups
+        admits_through="Volcano's PodGroups",
         pod_group=VOLCANO_API, scheduler_name="volcano", group_annotation="scheduling.k8s.io/group-name",
         task_annotation="volcano.sh/task-spec", pod_group_queue=True,
         queue="a Volcano Queue",
@@ -93,6 +96,7 @@ SCHEDULERS = {row.name: row for row in (
         controllers=("volcano",)),
     GangScheduler(
         "scheduler-plugins",  # a second scheduler running the coscheduling plugin
+        admits_through="the coscheduling plugin's PodGroups",
         pod_group=COSCHEDULING_API, scheduler_name=PROFILE_SCHEDULER_NAME,
         group_label="scheduling.x-k8s.io/pod-group", pod_group_timeout=True,
         no_groups_because="the coscheduling plugin admits a group but places its pods one by one, as kube-scheduler does",
@@ -100,6 +104,7 @@ SCHEDULERS = {row.name: row for row in (
         controllers=("scheduler_plugins",)),
     GangScheduler(
         "kueue",  # Kueue: admits a whole Workload against a ClusterQueue's quota
+        admits_through="Kueue's Workloads",
         queue_label="kueue.x-k8s.io/queue-name",
         queue="a LocalQueue", queue_required=True,
         admits_objects=True,
@@ -109,6 +114,7 @@ SCHEDULERS = {row.name: row for row in (
         controllers=("kueue",)),
     GangScheduler(
         "kubernetes",  # kube-scheduler's own GangScheduling plugin
+        admits_through="Kubernetes' own PodGroups",
         pod_group=KUBERNETES_API, group_in_pod_spec=True,
         keeps_groups=True, one_priority=True,
         release=Release(WORKLOAD_API_SINCE, "has no gang scheduling of its own: kube-scheduler admits a "
