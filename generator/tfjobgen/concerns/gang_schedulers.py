@@ -2,9 +2,8 @@
 
 This table is the one place that knows the gang schedulers by name. The rest of the package reads a row's
 capabilities (`of(profile)`), never its name: gang.py writes the objects a row asks for, topology.py
-leaves a colocated job's groups to the schedulers that keep them, tfjob.py refuses the backends a row
-does not name, the local cluster's control plane turns on a row's feature gates and starts its
-controllers. tests/test_layers.py holds that: outside this module, no module compares a string with a
+leaves a colocated job's groups to the schedulers that keep them, tfjob.py refuses a row that does not
+name its backend, and a local cluster turns on a row's feature gates and starts its controllers. tests/test_layers.py holds that: outside this module, no module compares a string with a
 gang scheduler's name. docs/design.md ("Adding a gang scheduler") says what a new row takes.
 """
 
@@ -65,7 +64,8 @@ class GangScheduler:
     #                                   colocated PS keeps required anti-affinity to the job's other groups
     one_priority: bool = False  # every pod of one PodGroup must have the same priority (each pod gets the PS's class)
     topology_aware: bool = False  # it can place pods on servers itself when the profile says so (spec.gang.topologyAware)
-    preempts: bool = True  # a pod waiting for room may evict pods of lower priority (spec.priorityClasses take effect)
+    preempts: bool = True  # a pod waiting for room may evict pods of lower priority (spec.priorityClasses take
+    #                        effect), as tfjobgen's local clusters run the scheduler
     release: Release | None = None  # the Kubernetes release it needs (None: every release tfjobgen supports)
     backends: tuple[str, ...] = ("native", "jobset", "tfjob")  # the backends whose jobs it gangs; a backend's check
     #                                                            refuses the others (tfjob: the operator makes no PodGroup of it)
