@@ -5,8 +5,8 @@ module's layer is the folder it sits in. kopf checks its layers with import-lint
 same edges with ast and no new dependency: `import tfjobgen.x`, `from .x import y`, `from . import
 x`, at the top of a module and inside functions (a lazy import is still an edge). Each layer may
 import its own modules and the layers the table lists; EXCEPTIONS are the imports that break it,
-each with why. Beside the layers, one more seam read the same way: only backends/ branches on a
-backend's name.
+each with why. Beside the layers, two more seams read the same way: only backends/ branches on a
+backend's name, and only concerns/gang_schedulers.py on a gang scheduler's.
 """
 
 from __future__ import annotations
@@ -174,23 +174,57 @@ def _names_room(face: str, room: str) -> bool:
         rf"(?m)(?:^\s+|\s{{2}}|, ){name}(?=[\s,/]|$)", rf"\b{name}\.py\b", rf"`{name}`", rf"\b{name}/"))
 
 
+def _compared(path: Path, names) -> list[tuple[str, str]]:
+    """(file:line, the name) wherever `path` compares a string constant that is one of `names` with anything
+    (==, !=, in, not in; a tuple, list or set of them on either side)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in (node.left, *node.comparators):
+            values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+            found += [(f"{path.relative_to(PACKAGE)}:{node.lineno}", v.value) for v in values
+                      if isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value in names]
+    return found
+
+
 def test_no_module_outside_the_backends_branches_on_a_backends_name():
     """Adding a backend is its module and a line in backends.BACKENDS: no other module compares anything with
     a backend's name. What the rest needs to know of a backend is on its Backend (Kueue: one_object)."""
     from tfjobgen.backends import BACKENDS
 
-    found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if path.relative_to(PACKAGE).parts[0] == "backends":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.Compare):
-                continue
-            for side in (node.left, *node.comparators):
-                values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
-                if any(isinstance(v, ast.Constant) and v.value in BACKENDS for v in values):
-                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    found = [at for path in sorted(PACKAGE.rglob("*.py")) if path.relative_to(PACKAGE).parts[0] != "backends"
+             for at, _ in _compared(path, BACKENDS)]
     assert not found, f"backend names compared outside backends/: {found}"
+
+
+# The gang table: the one module that knows the gang schedulers by name.
+GANG_SEAM = PACKAGE / "concerns" / "gang_schedulers.py"
+# Modules outside it whose comparisons with such a name are no gang scheduler's, each with why. "none" is
+# spec.gang.scheduler's value for no gang, and also a value of other fields and tables.
+GANG_NAME_EXCEPTIONS = {
+    # spec.topology.mode none (no placement rule), in the capacity simulation.
+    "concerns/capacity.py",
+    # the placement verdict's topology none (no layout promised), read back from the pods' annotation.
+    "status/render.py",
+    # spec.model's partitioner none (the embedding kept whole), in the sharding rule and its report.
+    "shared/variable_placement/sharding.py", "kit/ps_load.py",
+}
+
+
+def test_no_module_outside_the_gang_table_branches_on_a_gang_schedulers_name():
+    """Adding a gang scheduler is a row of gang_schedulers.SCHEDULERS (and, where its local cluster runs a
+    program, a controller module): no other module compares anything with a gang scheduler's name. What
+    the rest needs to know of a scheduler is a capability on its row."""
+    from tfjobgen.concerns.gang_schedulers import SCHEDULERS
+
+    found = [at for path in sorted(PACKAGE.rglob("*.py")) if path != GANG_SEAM
+             and str(path.relative_to(PACKAGE)) not in GANG_NAME_EXCEPTIONS
+             for at, _ in _compared(path, SCHEDULERS)]
+    assert not found, f"gang scheduler names compared outside concerns/gang_schedulers.py: {found}"
+    for allowed in sorted(GANG_NAME_EXCEPTIONS):  # each still compares "none" (else drop it), and no other name
+        names = {name for _, name in _compared(PACKAGE / allowed, SCHEDULERS)}
+        assert names == {"none"}, f"{allowed}: compares {sorted(names)}; its exception is for none alone"
 
 
 def test_the_table_allows_only_the_arrows_in_use():

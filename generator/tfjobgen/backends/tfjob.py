@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 
-from ..concerns import gang, lifecycle, names, pods
+from ..concerns import gang, gang_schedulers, lifecycle, names, pods
 from ..concerns.jobplan import JobPlan, RolePlan
 from ..concerns.lifecycle import Lifecycle
 from ..concerns.names import Naming
@@ -95,12 +95,13 @@ NAMING = Naming(
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
     problems = common.one_template_per_role(job, profile, "a TFJob (a replica spec per role)")
-    if profile.gang.scheduler == "kubernetes":
+    chosen = gang_schedulers.of(profile)
+    if NAME not in chosen.backends:
         problems.append(Problem(
-            f"the cluster profile '{profile.name}' gangs jobs with Kubernetes' own PodGroups, which the TFJob operator "
+            f"the cluster profile '{profile.name}' gangs jobs with {chosen.admits_through}, which the TFJob operator "
             "(v1.9, maintenance only) neither makes nor names: use backend jobset (one field; docs/design.md) or native",
             "spec.backend"))
-    if profile.gang.scheduler == "kueue":  # measured on Kueue 0.19.2 without it: the TFJob ran unsuspended, no Workload
+    if chosen.admits_objects:  # Kueue; measured on 0.19.2 without it: the TFJob ran unsuspended, no Workload
         problems.append(Problem(
             f"the cluster profile '{profile.name}' queues jobs with Kueue, whose shipped configuration turns its TFJob "
             "integration off from 0.19 on (kubeflow.org/tfjob commented out of integrations.frameworks): such a Kueue "

@@ -7,7 +7,8 @@ part of the JobPlan. Pure functions: no file, no clock, no cluster.
     qos          resources and the CPU manager: Guaranteed pods on whole CPUs, or shared
     topology     where pods land: colocated, isolated, spread (affinity, node pools)
     promises     what each topology promises, judged on real pods (by cluster/ and status/)
-    gang         gang admission: Volcano, the coscheduling plugin, Kueue
+    gang         gang admission: the PodGroups, labels and checks of the profile's gang scheduler
+    gang_schedulers  the gang table: what each gang scheduler can do, the one place that names them
     lifecycle    how tasks end: per-task budgets, permanent exit codes, the chief's success
     limits       what Linux and the API server refuse: argv and environment size, object size
     labels       labels on objects and pods, and the selectors built from them

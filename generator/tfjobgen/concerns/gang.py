@@ -54,43 +54,66 @@ import math
 from collections import Counter
 from fractions import Fraction
 
-from ..inputs import quantity
+from ..inputs import kubernetes_syntax, quantity
 from ..inputs.problems import WARNING, Problem
 from ..inputs.profile import ClusterProfile
+from ..inputs.profile import release
 from ..inputs.trainingjob import TrainingJob
-from . import labels, metadata, topology
+from . import gang_schedulers, labels, metadata, topology
+from .gang_schedulers import KUBERNETES_API, SCHEDULERS, GangScheduler
 
-VOLCANO_SCHEDULER = "volcano"
-VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
-VOLCANO_API = "scheduling.volcano.sh/v1beta1"
-COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
-COSCHEDULING_API = "scheduling.x-k8s.io/v1alpha1"
-VOLCANO_TASK_ANNOTATION = "volcano.sh/task-spec"
+# What each scheduler writes is read from its row (gang_schedulers.py): nothing here branches on a name.
+VOLCANO_GROUP_ANNOTATION = SCHEDULERS["volcano"].group_annotation
+COSCHEDULING_LABEL = SCHEDULERS["scheduler-plugins"].group_label
+VOLCANO_TASK_ANNOTATION = SCHEDULERS["volcano"].task_annotation
 VOLCANO_AFFINITY_ANNOTATION = "volcano.sh/task-topology-affinity"
 VOLCANO_ANTI_AFFINITY_ANNOTATION = "volcano.sh/task-topology-anti-affinity"
-KUBERNETES_API = "scheduling.k8s.io/v1beta1"
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_QUEUE_LABEL = SCHEDULERS["kueue"].queue_label
 KUEUE_MAX_POD_SETS = 18  # Workload.spec.podSets maxItems (kueue.x-k8s.io CRD)
 KUEUE_JOB_POD_SET = "main"  # the one PodSet of the Workload Kueue makes of a batch/v1 Job
 # A PodSet with no topology constraint: Kueue's TAS assigns each pod a server, and admits once all have one.
 KUEUE_UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 
-# The gang schedulers that admit a job through a PodGroup (ours on native and jobset); kueue admits through
-# its own Workload, and none admits pods one by one. The TFJob operator makes the PodGroup of the first two
-# itself (--gang-scheduler-name); Kubernetes' own is a program of no one's but kube-scheduler.
-OPERATOR_GANG_SCHEDULERS = ("volcano", "scheduler-plugins")
-POD_GROUP_SCHEDULERS = (*OPERATOR_GANG_SCHEDULERS, "kubernetes")
+
+def pod_group_scheduler(plan) -> GangScheduler | None:
+    """The plan's gang scheduler when it admits the job through a PodGroup of ours, else None."""
+    chosen = gang_schedulers.of(plan.profile)
+    return chosen if chosen.pod_group else None
 
 
-def scheduler(plan) -> str:
-    """The plan's profile's gang scheduler: none, volcano, scheduler-plugins, kueue or kubernetes."""
-    return plan.profile.gang.scheduler
-
-
-def pod_group_scheduler(plan) -> str | None:
-    """The plan's gang scheduler when it admits the job through a PodGroup (POD_GROUP_SCHEDULERS), else None."""
-    chosen = scheduler(plan)
-    return chosen if chosen in POD_GROUP_SCHEDULERS else None
+def check_profile(profile: ClusterProfile) -> list[Problem]:
+    """What the profile's spec.gang asks of its gang scheduler that the scheduler cannot do or read."""
+    gang, chosen = profile.gang, gang_schedulers.of(profile)
+    problems = []
+    if gang.colocated_groups == "scheduler" and not chosen.keeps_groups:
+        keeping = gang_schedulers.named(row for row in SCHEDULERS.values() if row.keeps_groups)
+        problems.append(Problem(f"only {keeping} place a colocated group on one server ({chosen.no_groups_because}): "
+                                "use affinity",
+                                "spec.gang.colocatedGroups"))
+    needed = chosen.release
+    if needed and release(profile.kubernetes_version) < release(needed.since):
+        problems.append(Problem(
+            f"Kubernetes {profile.kubernetes_version} {needed.lacking} from {needed.since} on. Set spec.kubernetesVersion to "
+            f"{needed.since} if every cluster of the profile runs it, or pick another spec.gang.scheduler",
+            "spec.gang.scheduler"))
+    if gang.topology_aware and not chosen.topology_aware:
+        aware = gang_schedulers.named((row for row in SCHEDULERS.values() if row.topology_aware), "or")
+        problems.append(Problem(f"topology-aware scheduling is Kueue's, and this profile's gang scheduler is "
+                                f"{gang.scheduler}: set spec.gang.scheduler to {aware}, or leave topologyAware out",
+                                "spec.gang.topologyAware"))
+    if chosen.queue_required and not gang.queue:
+        problems.append(Problem(f"{chosen.name} admits a job only through {chosen.queue}: name it in spec.gang.queue",
+                                "spec.gang.queue"))
+    if chosen.queue and gang.queue:
+        # A label's value (Kueue's queue-name, naming a LocalQueue), or an object's name (a Volcano Queue).
+        as_label = kubernetes_syntax.value_problem(gang.queue, "spec.gang.queue") if chosen.queue_label else None
+        wrong = kubernetes_syntax.dns_subdomain_problem(gang.queue)
+        if as_label:
+            problems.append(as_label)
+        elif wrong:
+            problems.append(Problem(f"'{gang.queue}' is not valid: {chosen.queue} is named by a DNS subdomain ({wrong})",
+                                    "spec.gang.queue"))
+    return problems
 
 
 def pod_sets(job: TrainingJob, one_object: bool) -> int:
@@ -108,7 +131,7 @@ def pod_set(role: str, one_object: bool) -> str:
 def check(job: TrainingJob, profile: ClusterProfile, one_object: bool) -> list[Problem]:
     """What the profile's gang scheduler cannot do with the job as its backend carries it (Backend.one_object)."""
     gang = profile.gang
-    if gang.scheduler != "kueue":
+    if not gang_schedulers.of(profile).admits_objects:
         return []
     problems = []
     if not one_object:
@@ -155,27 +178,27 @@ def pod_template(plan, template: dict) -> dict:
     chosen = pod_group_scheduler(plan)
     if chosen is None:
         return template
-    if chosen == "kubernetes":  # the default scheduler: only the group's name, in the pod's spec
-        group = template.get("metadata", {}).get("labels", {}).get(labels.GROUP)
-        by_server = group is not None and topology.groups_by_scheduler(plan.job, plan.profile)
-        name = _group_pod_group(plan.job, group) if by_server else group_name(plan.job)
+    group = template.get("metadata", {}).get("labels", {}).get(labels.GROUP)
+    by_scheduler = group is not None and topology.groups_by_scheduler(plan.job, plan.profile)
+    if chosen.group_in_pod_spec:  # the default scheduler: only the group's name, in the pod's spec
+        name = _group_pod_group(plan.job, group) if by_scheduler else group_name(plan.job)
         return {**template, "spec": {**template["spec"], "schedulingGroup": {"podGroupName": name}}}
     meta = dict(template.get("metadata", {}))
-    if chosen == "volcano":
-        meta["annotations"] = {**meta.get("annotations", {}), VOLCANO_GROUP_ANNOTATION: group_name(plan.job)}
-        group = meta.get("labels", {}).get(labels.GROUP)
-        if group is not None and topology.groups_by_scheduler(plan.job, plan.profile):
-            meta["annotations"][VOLCANO_TASK_ANNOTATION] = _task_name(group)
-        name = VOLCANO_SCHEDULER
-    else:
-        meta["labels"] = {**meta.get("labels", {}), COSCHEDULING_LABEL: group_name(plan.job)}
-        name = plan.profile.gang.scheduler_name
-    return {**template, "metadata": meta, "spec": {**template["spec"], "schedulerName": name}}
+    if chosen.group_annotation:
+        meta["annotations"] = {**meta.get("annotations", {}), chosen.group_annotation: group_name(plan.job)}
+    if chosen.task_annotation and by_scheduler:
+        meta["annotations"] = {**meta.get("annotations", {}), chosen.task_annotation: _task_name(group)}
+    if chosen.group_label:
+        meta["labels"] = {**meta.get("labels", {}), chosen.group_label: group_name(plan.job)}
+    spec = dict(template["spec"])
+    if chosen.scheduler_name is not None:
+        spec["schedulerName"] = chosen.scheduler_name or plan.profile.gang.scheduler_name
+    return {**template, "metadata": meta, "spec": spec}
 
 
 def topology_aware(profile: ClusterProfile) -> bool:
-    """Whether the profile's Kueue places pods on servers itself (spec.gang.topologyAware)."""
-    return profile.gang.scheduler == "kueue" and profile.gang.topology_aware
+    """Whether the profile's gang scheduler places pods on servers itself (spec.gang.topologyAware: Kueue's)."""
+    return gang_schedulers.of(profile).topology_aware and profile.gang.topology_aware
 
 
 def pod_set_template(plan, template: dict) -> dict:
@@ -192,9 +215,8 @@ def pod_set_template(plan, template: dict) -> dict:
 
 def workload_labels(plan) -> dict[str, str]:
     """Labels for the object Kueue turns into a Workload (the JobSet, the TFJob, a native Job)."""
-    if scheduler(plan) == "kueue":
-        return {KUEUE_QUEUE_LABEL: plan.profile.gang.queue}
-    return {}
+    label = gang_schedulers.of(plan.profile).queue_label
+    return {label: plan.profile.gang.queue} if label else {}
 
 
 def min_resources(plan) -> dict[str, str]:
@@ -217,13 +239,13 @@ def min_resources(plan) -> dict[str, str]:
 def scheduling_policy(plan) -> dict | None:
     """A TFJob's runPolicy.schedulingPolicy: what the operator makes its PodGroup from (None: no gang)."""
     chosen = pod_group_scheduler(plan)
-    if chosen not in OPERATOR_GANG_SCHEDULERS:
+    if chosen is None or not chosen.operator_makes_pod_group:
         return None
     policy: dict = {"minAvailable": len(plan.tasks), "scheduleTimeoutSeconds": plan.profile.gang.schedule_timeout_seconds}
     resources = min_resources(plan)
     if resources:
         policy["minResources"] = resources
-    if chosen == "volcano" and plan.profile.gang.queue:
+    if chosen.pod_group_queue and plan.profile.gang.queue:
         policy["queue"] = plan.profile.gang.queue
     return policy
 
@@ -234,22 +256,19 @@ def objects(plan) -> list[dict]:
     if chosen is None:
         return []
     meta = metadata.of(job, group_name(job), labels.recommended(job, "cluster"))
-    if chosen == "kubernetes":  # kube-scheduler reads no resources: it binds none until minCount pods fit
+    if chosen.pod_group == KUBERNETES_API:  # kube-scheduler reads no resources: it binds none until minCount pods fit
         return _kubernetes_pod_groups(plan, meta)
     spec: dict = {"minMember": len(plan.tasks)}
     resources = min_resources(plan)
     if resources:
         spec["minResources"] = resources
-    if chosen == "volcano":
-        api = VOLCANO_API
-        if plan.profile.gang.queue:
-            spec["queue"] = plan.profile.gang.queue
-        if topology.groups_by_scheduler(job, plan.profile):
-            meta["annotations"] = {**meta.get("annotations", {}), **task_topology(job)}
-    else:
-        api = COSCHEDULING_API
+    if chosen.pod_group_queue and plan.profile.gang.queue:
+        spec["queue"] = plan.profile.gang.queue
+    if chosen.task_annotation and topology.groups_by_scheduler(job, plan.profile):
+        meta["annotations"] = {**meta.get("annotations", {}), **task_topology(job)}
+    if chosen.pod_group_timeout:
         spec["scheduleTimeoutSeconds"] = plan.profile.gang.schedule_timeout_seconds
-    return [{"apiVersion": api, "kind": "PodGroup", "metadata": meta, "spec": spec}]
+    return [{"apiVersion": chosen.pod_group, "kind": "PodGroup", "metadata": meta, "spec": spec}]
 
 
 def _group_pod_group(job: TrainingJob, group) -> str:

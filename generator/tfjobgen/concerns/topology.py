@@ -44,7 +44,7 @@ from ..inputs.problems import WARNING, Problem
 from ..inputs.profile import ClusterProfile
 from ..inputs.quantity import describe_bytes, describe_cpu
 from ..inputs.trainingjob import TrainingJob
-from . import labels
+from . import gang_schedulers, labels
 
 HOSTNAME = "kubernetes.io/hostname"
 REQUIRED, PREFERRED = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
@@ -82,7 +82,7 @@ def priority_class(profile: ClusterProfile, role: str) -> str | None:
     the whole job, the PS's (else the workers'), since kube-scheduler 1.37 refuses to schedule a PodGroup
     whose pods' priorities differ from the group's ("all pods in a single pod group should have the same
     priority"; measured): the group, not the PS, then preempts what is in its way."""
-    if profile.gang.scheduler == "kubernetes":
+    if gang_schedulers.of(profile).one_priority:
         return profile.priority_classes.get("ps") or profile.priority_classes.get("worker")
     return profile.priority_classes.get(PRIORITY_CLASS_OF[role])
 
@@ -170,7 +170,7 @@ def placement(job: TrainingJob, profile: ClusterProfile, role: str, index: int) 
     by_scheduler = grouped and groups_by_scheduler(job, profile)
     affinity = _affinity(job, role, index)
     if by_scheduler:
-        apart = role == "ps" and profile.gang.scheduler == "kubernetes"
+        apart = role == "ps" and not gang_schedulers.of(profile).keeps_groups_apart
         affinity = {"podAntiAffinity": {REQUIRED: [_other_groups(job, index)]}} if apart else {}
     return Placement(
         affinity=affinity,

@@ -178,7 +178,7 @@ def profile_from(data: dict, file: str = "", document: source.Document | None = 
 
 # Rules about the profile alone, checked once per build rather than once per job. A concern
 # module with such rules lists its `check_profile(profile) -> problems` here.
-PROFILE_CHECKS = (profile_rules.check, qos.check_profile, environment.check_profile)
+PROFILE_CHECKS = (profile_rules.check, gang.check_profile, qos.check_profile, environment.check_profile)
 
 
 def check_profile(profile: ClusterProfile) -> list[Problem]:

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from .. import backends
 from ..backends.base import DecodedJob
-from ..concerns import pods
-from ..concerns.gang import COSCHEDULING_LABEL, KUEUE_QUEUE_LABEL, VOLCANO_GROUP_ANNOTATION, VOLCANO_TASK_ANNOTATION, pod_set
+from ..concerns import gang_schedulers, pods
+from ..concerns.gang import KUEUE_QUEUE_LABEL, pod_set
 from ..expand import pipeline
 from ..inputs import source
 from ..inputs.intents import Intent
@@ -145,18 +145,19 @@ def admission_marks(decoded: DecodedJob, gang: str) -> dict[str, tuple[dict, dic
     carrier = next((o for o in decoded.objects if o.get("kind") == "TFJob"), None)
     backend = backends.get(decoded.backend)
     one_object = backend.one_object
+    chosen = gang_schedulers.SCHEDULERS[gang]
     for pod in decoded.pods:
         pod_labels, annotations = {}, {}
         pod_labels.update(dict.fromkeys(backend.cluster_valued_pod_labels, ASSIGNED))
-        if gang == "kueue" and queue:
+        if chosen.admits_objects and queue:
             pod_labels.update({KUEUE_PREFIX + "local-queue-name": queue, KUEUE_PREFIX + "cluster-queue-name": ASSIGNED,
                                KUEUE_PREFIX + "podset": pod_set(pod.role, one_object)})
             annotations[KUEUE_PREFIX + "workload"] = ASSIGNED
         if carrier is not None and (carrier["spec"].get("runPolicy") or {}).get("schedulingPolicy"):
-            if gang == "volcano":
-                annotations.update({VOLCANO_GROUP_ANNOTATION: decoded.name, VOLCANO_TASK_ANNOTATION: pod.role})
-            elif gang == "scheduler-plugins":
-                pod_labels[COSCHEDULING_LABEL] = decoded.name
+            if chosen.group_annotation:  # the operator names the replica type as the task
+                annotations.update({chosen.group_annotation: decoded.name, chosen.task_annotation: pod.role})
+            if chosen.group_label:
+                pod_labels[chosen.group_label] = decoded.name
         marks[pod.hostname] = (pod_labels, annotations)
     return marks
 

@@ -16,7 +16,7 @@ from .trainingjob import API_VERSION, MIN_TASK_MEMORY
 
 KIND = "ClusterProfile"
 OLDEST_KUBERNETES = "1.30"  # the oldest minor release tfjobgen supports, measured (docs/releases.md)
-WORKLOAD_API_SINCE = "1.37"  # kube-scheduler's own gang scheduling: scheduling.k8s.io/v1beta1 PodGroup
+WORKLOAD_API_SINCE = "1.37"  # kube-scheduler's own gang scheduling (the gang table's kubernetes row needs it)
 
 
 def release(text: str) -> tuple[int, int]:
@@ -82,9 +82,9 @@ class Monitoring:
 
 @dataclass(frozen=True)
 class Gang:
-    """spec.gang (its schema holds each field's meaning and default; gang.py applies it)."""
+    """spec.gang (its schema holds each field's meaning and default; gang.py applies it and checks it)."""
 
-    scheduler: str  # none | volcano | scheduler-plugins | kueue | kubernetes
+    scheduler: str  # a name of concerns/gang_schedulers.py's SCHEDULERS, which says what it can do
     queue: str  # Volcano queue or Kueue LocalQueue ("": none)
     scheduler_name: str  # scheduler-plugins: the scheduler running the coscheduling plugin
     schedule_timeout_seconds: int
@@ -232,28 +232,6 @@ def check(profile: ClusterProfile) -> list[Problem]:
         problems.append(Problem(
             f"ps and worker both name '{classes['ps']}': a PS can only preempt pods of lower priority, so name "
             "a class of lower value for workers, or leave worker unset", "spec.priorityClasses.worker"))
-    if profile.gang.colocated_groups == "scheduler" and profile.gang.scheduler not in ("volcano", "kubernetes"):
-        why = {"none": "no gang scheduler runs",
-               "scheduler-plugins": "the coscheduling plugin admits a group but places its pods one by one, as "
-                                    "kube-scheduler does",
-               "kueue": "Kueue 0.19's topology-aware scheduling puts a whole PodSet, or a pair of PodSets, in one "
-                        "domain, not each PS with its workers"}[profile.gang.scheduler]
-        problems.append(Problem(f"only volcano and kubernetes place a colocated group on one server ({why}): "
-                                "use affinity",
-                                "spec.gang.colocatedGroups"))
-    if profile.gang.scheduler == "kubernetes" and release(profile.kubernetes_version) < release(WORKLOAD_API_SINCE):
-        problems.append(Problem(
-            f"Kubernetes {profile.kubernetes_version} has no gang scheduling of its own: kube-scheduler admits a "
-            f"scheduling.k8s.io/v1beta1 PodGroup whole from {WORKLOAD_API_SINCE} on. Set spec.kubernetesVersion to "
-            f"{WORKLOAD_API_SINCE} if every cluster of the profile runs it, or pick another spec.gang.scheduler",
-            "spec.gang.scheduler"))
-    if profile.gang.topology_aware and profile.gang.scheduler != "kueue":
-        problems.append(Problem(f"topology-aware scheduling is Kueue's, and this profile's gang scheduler is "
-                                f"{profile.gang.scheduler}: set spec.gang.scheduler to kueue, or leave topologyAware out",
-                                "spec.gang.topologyAware"))
-    if profile.gang.scheduler == "kueue" and not profile.gang.queue:
-        problems.append(Problem("kueue admits a job only through a LocalQueue: name it in spec.gang.queue",
-                                "spec.gang.queue"))
     return problems + _room(profile) + _strings(profile)
 
 
@@ -301,16 +279,6 @@ def _strings(profile: ClusterProfile) -> list[Problem]:
     if wrong:  # pods' spec.schedulerName (ValidatePodSpec: a DNS-1123 subdomain)
         problems.append(Problem(f"'{gang.scheduler_name}' is not valid: a pod's schedulerName is a DNS subdomain "
                                 f"({wrong})", "spec.gang.schedulerName"))
-    if gang.scheduler in ("kueue", "volcano") and gang.queue:
-        # Kueue: the value of the label kueue.x-k8s.io/queue-name, naming a LocalQueue; Volcano: a Queue's name.
-        as_label = kubernetes_syntax.value_problem(gang.queue, "spec.gang.queue") if gang.scheduler == "kueue" else None
-        wrong = kubernetes_syntax.dns_subdomain_problem(gang.queue)
-        if as_label:
-            problems.append(as_label)
-        elif wrong:
-            what = "a LocalQueue" if gang.scheduler == "kueue" else "a Volcano Queue"
-            problems.append(Problem(f"'{gang.queue}' is not valid: {what} is named by a DNS subdomain ({wrong})",
-                                    "spec.gang.queue"))
     wrong = image_reference.registry_problem(profile.image_registry) if profile.image_registry else ""
     if wrong:
         problems.append(Problem(f"'{profile.image_registry}' is not a registry every image can be pulled from: "

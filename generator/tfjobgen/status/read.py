@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from ..backends import jobset, native, tfjob
-from ..concerns import gang, labels
+from ..concerns import gang, gang_schedulers, labels
 from ..shared import contract
 
 REQUEST_TIMEOUT = 15.0  # seconds for one API request
@@ -41,7 +41,9 @@ PODS = ("v1", "pods", "Pod")
 CONFIG_MAPS = ("v1", "configmaps", "ConfigMap")
 EVENTS = ("v1", "events", "Event")
 NODES = ("v1", "nodes", "Node")
-POD_GROUPS = ((gang.VOLCANO_API, "podgroups", "PodGroup"), (gang.COSCHEDULING_API, "podgroups", "PodGroup"))
+# The PodGroups whose pods name them by an annotation or a label (Volcano's, the coscheduling plugin's).
+NAMED_BY_POD = [row for row in gang_schedulers.SCHEDULERS.values() if row.group_annotation or row.group_label]
+POD_GROUPS = tuple((row.pod_group, "podgroups", "PodGroup") for row in NAMED_BY_POD)
 
 
 class StatusError(Exception):
@@ -206,8 +208,8 @@ class Reader:
 
     def _pod_groups(self, snapshot: Snapshot) -> list[dict]:
         """The PodGroup named as the job, when its pods (or its TFJob) ask for a gang scheduler."""
-        asks = any(gang.VOLCANO_GROUP_ANNOTATION in (p["metadata"].get("annotations") or {})
-                   or gang.COSCHEDULING_LABEL in (p["metadata"].get("labels") or {}) for p in snapshot.pods)
+        asks = any(row.group_annotation in (p["metadata"].get("annotations") or {})
+                   or row.group_label in (p["metadata"].get("labels") or {}) for p in snapshot.pods for row in NAMED_BY_POD)
         asks = asks or any((c.get("spec") or {}).get("runPolicy", {}).get("schedulingPolicy")
                            for c in snapshot.carriers)
         if not asks:

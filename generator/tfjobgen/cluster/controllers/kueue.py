@@ -30,6 +30,7 @@ import shutil
 from fractions import Fraction
 from pathlib import Path
 
+from ...concerns import gang_schedulers
 from ...inputs import quantity
 from ...kube import api
 from ...artifacts import programs
@@ -58,7 +59,7 @@ CONVERTED = ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueue
 
 
 def wanted(profile) -> bool:
-    return profile.gang.scheduler == "kueue"
+    return gang_schedulers.runs(profile, __name__)
 
 
 def start(context: Context) -> None:
@@ -144,7 +145,7 @@ def local_queue(profile, namespace: str) -> dict:
 def open_queue(objects: api.Objects, profile, namespace: str) -> None:
     """When the profile queues with Kueue, its LocalQueue in `namespace` (which must exist): Kueue admits
     nothing from a namespace without it. Retried while Kueue's webhook is still starting."""
-    if profile.gang.scheduler == "kueue":
+    if wanted(profile):
         queue = local_queue(profile, namespace)
         api.wait_until(lambda: objects.apply(queue), 60, f"LocalQueue {namespace}/{profile.gang.queue}")
 

@@ -14,6 +14,7 @@ import ssl
 import urllib.request
 
 from .. import processes
+from ...concerns import gang_schedulers
 from ...artifacts import programs
 from ..plane import components
 from ..processes import Component
@@ -32,7 +33,7 @@ UNSCHEDULABLE_RETRY = "10s"
 
 
 def wanted(profile) -> bool:
-    return profile.gang.scheduler == "scheduler-plugins"
+    return gang_schedulers.runs(profile, __name__)
 
 
 def configuration(context: Context) -> dict:

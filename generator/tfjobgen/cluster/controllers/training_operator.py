@@ -19,9 +19,10 @@ without gang: it runs TFJobs, and `cluster up` says their PodGroups are not writ
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
-from ...concerns import gang
+from ...concerns import gang_schedulers
 from ...inputs.profile import ClusterProfile
 from ...artifacts import programs
 from ..processes import Component
@@ -41,12 +42,10 @@ def wanted(profile: ClusterProfile) -> bool:
 def arguments(profile: ClusterProfile, *, kubeconfig: Path, certificates: Path, webhook_port: int,
               health_port: int, metrics_port: int, gang_running: bool = True) -> list[str]:
     """The operator's command line for a cluster of `profile` (`gang_running`: its gang scheduler runs)."""
-    scheduler = profile.gang.scheduler if gang_running else None
+    chosen = gang_schedulers.of(profile)
     gang_flags = []
-    if scheduler == "volcano":  # the operator then writes each TFJob's PodGroup itself (tfjob.py)
-        gang_flags = ["--gang-scheduler-name=volcano"]
-    elif scheduler == "scheduler-plugins":
-        gang_flags = [f"--gang-scheduler-name={profile.gang.scheduler_name}"]
+    if gang_running and chosen.operator_makes_pod_group:  # the operator then writes each TFJob's PodGroup (tfjob.py)
+        gang_flags = [f"--gang-scheduler-name={chosen.scheduler_name or profile.gang.scheduler_name}"]
     return [
         str(programs.program("training-operator")),
         f"--kubeconfig={kubeconfig}",
@@ -78,7 +77,9 @@ def start(context: Context) -> None:
     webhook_port, health_port, metrics_port = context.ports("webhook", "health", "metrics")
     certificates = context.serving_certificate(NAME)
     scheduler = context.profile.gang.scheduler
-    gang_running = scheduler not in gang.OPERATOR_GANG_SCHEDULERS or scheduler in context.running
+    chosen = gang_schedulers.of(context.profile)
+    gang_running = not chosen.operator_makes_pod_group or all(
+        importlib.import_module(f"{__package__}.{module}").NAME in context.running for module in chosen.controllers)
     if not gang_running:
         context.warn(f"{NAME} runs without gang scheduling: {scheduler} is not running, so no TFJob gets a PodGroup")
     process = context.launch(Component(NAME, arguments(

@@ -18,6 +18,7 @@ only where one server has room for all of it (docs/schedulers.md, gang admission
 
 from __future__ import annotations
 
+from ...concerns import gang_schedulers
 from ...kube import api
 from ...artifacts import programs
 from ..processes import Component
@@ -26,7 +27,7 @@ from .base import install, load_yaml_files, wait_healthy
 
 NAME = "volcano"
 PROGRAMS = ["vc-scheduler"]
-SCHEDULER_NAME = "volcano"  # gang.VOLCANO_SCHEDULER: the pods' schedulerName
+SCHEDULER_NAME = gang_schedulers.SCHEDULERS["volcano"].scheduler_name  # the pods' schedulerName
 TASK_TOPOLOGY_WEIGHT = 100  # the other node scorers add up to a few hundred; a group's pull must win
 PACKING_WEIGHT = 10  # binpack's default is 1: level with the chart's least-requested, which spreads
 # nodeorder's pod-affinity score (up to 100 times this) must outweigh packing (up to 100 times the above):
@@ -48,7 +49,7 @@ CONFIGURATION = {
 
 
 def wanted(profile) -> bool:
-    return profile.gang.scheduler == "volcano"
+    return gang_schedulers.runs(profile, __name__)
 
 
 def start(context: Context) -> None:

@@ -10,18 +10,17 @@ own gang scheduling (spec.gang.scheduler: kubernetes) is beta in 1.37 but off by
 serves scheduling.k8s.io/v1beta1 and keeps pods' spec.schedulingGroup only with GenericWorkload on, and
 kube-scheduler adds its GangScheduling plugin only then. A PodGroup's topology constraint (colocated
 groups kept by the scheduler, concerns/gang.py) needs TopologyAwareWorkloadScheduling as well, alpha.
+The gang table (concerns/gang_schedulers.py) names each scheduler's gates.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...concerns import gang_schedulers
 from ...inputs.profile import ClusterProfile, release
 from ...artifacts import programs
 
-GANG_GATES = ("GenericWorkload=true",)
-GANG_APIS = ("scheduling.k8s.io/v1beta1=true",)
-GROUPS_ON_ONE_SERVER_GATES = ("TopologyAwareWorkloadScheduling=true",)
 # From 1.37 the API server refuses to publish a loopback address as the `kubernetes` Service's endpoint,
 # and every component here listens on 127.0.0.1; nothing in a pod reaches the API server through that
 # Service (KWOK pods run nothing, and real nodes run the default release).
@@ -70,8 +69,7 @@ def choose(profile: ClusterProfile, requested: str) -> Release:
             f"{profile.kubernetes_version} (or a newer release of cluster-tools/versions.yaml)")
     for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
         programs.program(name, family.version)  # ToolsMissing names `tfjobgen cluster tools <family>`
-    if profile.gang.scheduler != "kubernetes":
-        return Release(family)
-    gates = GANG_GATES + (GROUPS_ON_ONE_SERVER_GATES if profile.gang.colocated_groups == "scheduler" else ())
-    return Release(family, gates, GANG_APIS)
+    gang = gang_schedulers.of(profile)  # the gates and APIs its gang scheduler needs (none for most)
+    gates = gang.feature_gates + (gang.groups_feature_gates if profile.gang.colocated_groups == "scheduler" else ())
+    return Release(family, gates, gang.apis)
 
