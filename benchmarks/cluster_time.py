@@ -28,11 +28,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 from tfjobgen import backends
-from tfjobgen.kube import api
 from tfjobgen.cluster import home, processes
-from tfjobgen.place import place
 from tfjobgen.expand import pipeline
 from tfjobgen.kit import owned
+from tfjobgen.kube import api
+from tfjobgen.place import place
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 

@@ -26,9 +26,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
-from tfjobgen.kube import api
 from tfjobgen.harness import gangs
 from tfjobgen.kit import owned
+from tfjobgen.kube import api
 
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 JOBS = ["ctr-jobset", "deeprec-starserver", "scene2-case1", "scene2-case2", "scene2-case3", "wide-deep"]

@@ -30,11 +30,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 from tfjobgen import backends
-from tfjobgen.kube import api
 from tfjobgen.expand import pipeline
 from tfjobgen.harness import conformance, tf_resolver
-from tfjobgen.place import place
 from tfjobgen.kit import owned
+from tfjobgen.kube import api
+from tfjobgen.place import place
 
 BACKENDS = ("native", "jobset", "tfjob")
 PROFILES = ("seed-80c", "prod-96c")

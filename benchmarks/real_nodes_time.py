@@ -31,12 +31,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from tfjobgen.kube import api
 from tfjobgen.cluster import home  # noqa: E402
-from tfjobgen.harness import conformance  # noqa: E402
 from tfjobgen.cluster.nodes import node as real_node  # noqa: E402
 from tfjobgen.cluster.nodes import teardown
+from tfjobgen.harness import conformance  # noqa: E402
 from tfjobgen.kit import owned  # noqa: E402
+from tfjobgen.kube import api
 
 PROFILE = REPO / "tests" / "nodes" / "profiles" / "real-nodes.yaml"
 JOB = REPO / "tests" / "nodes" / "jobs" / "tiny.yaml"

@@ -24,10 +24,11 @@ import time
 from pathlib import Path
 
 from real_controllers import REPO, profile_file, tfjobgen
-from tfjobgen.kube import api
+
 from tfjobgen.harness import conformance
-from tfjobgen.place import place
 from tfjobgen.kit import owned
+from tfjobgen.kube import api
+from tfjobgen.place import place
 
 BACKENDS = ("native", "jobset", "tfjob")
 

@@ -30,8 +30,21 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from tfjobgen.harness.argocd_loop import (NODES, REPO, SEED_PROFILE, ArgoCD, Repo, Seen, Step, did, job_objects, job_pods,
-                                          located, small_job, sync_state)
+from tfjobgen.harness.argocd_loop import (
+    NODES,
+    REPO,
+    SEED_PROFILE,
+    ArgoCD,
+    Repo,
+    Seen,
+    Step,
+    did,
+    job_objects,
+    job_pods,
+    located,
+    small_job,
+    sync_state,
+)
 
 
 class Progress:

@@ -23,10 +23,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-from tfjobgen.kube import api  # noqa: E402
-from tfjobgen.harness import conformance  # noqa: E402
 from tfjobgen.concerns import promises  # noqa: E402
+from tfjobgen.harness import conformance  # noqa: E402
 from tfjobgen.kit import table  # noqa: E402
+from tfjobgen.kube import api  # noqa: E402
 
 PROFILE = REPO / "tests" / "nodes" / "profiles" / "real-nodes.yaml"
 JOB = REPO / "tests" / "nodes" / "jobs" / "tiny.yaml"

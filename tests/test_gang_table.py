@@ -7,7 +7,6 @@ import importlib
 
 import pytest
 
-from tfjobgen.concerns import gang_schedulers
 from tfjobgen.concerns.gang_schedulers import SCHEDULERS
 from tfjobgen.expand import pipeline
 from tfjobgen.inputs import schema

@@ -22,12 +22,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-from tfjobgen.harness import guarantees
-from tfjobgen.place import place
 from tfjobgen.expand import pipeline
 from tfjobgen.gitops.build import build_overlays, intents_as_built
 from tfjobgen.gitops.tree import overlay_names
+from tfjobgen.harness import guarantees
 from tfjobgen.kit import owned
+from tfjobgen.place import place
 
 SCHEDULERS = REPO / "docs" / "schedulers.md"
 RUNS = REPO / "docs" / "placement-runs.json"

@@ -25,11 +25,12 @@ import time
 from pathlib import Path
 
 import cluster_support
+import conftest
 import pytest
 import yaml
 from cluster_support import LocalCluster, local_cluster, need_cluster_tools
-import conftest
 from conftest import REPO, need, problems_of
+
 from tfjobgen.artifacts import programs
 from tfjobgen.expand import emit, pipeline
 from tfjobgen.inputs import profile as profiles

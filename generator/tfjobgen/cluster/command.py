@@ -103,10 +103,10 @@ def _tools(args) -> int:
 
 
 def _up(args) -> int:
+    from ..artifacts import programs
     from ..expand import pipeline
     from . import control, processes, shape
     from .controllers import argocd
-    from ..artifacts import programs
     from .nodes import bring_up, network
 
     def say(line: str) -> None:

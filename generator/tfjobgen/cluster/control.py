@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..artifacts import programs
 from ..expand import pipeline
 from ..inputs.problems import InvalidInput
 from ..inputs.profile import ClusterProfile
 from ..kube import api
 from . import home, processes, shape
-from ..artifacts import programs
 from .context import Context
 from .controllers import argocd
 from .controllers.base import start_all

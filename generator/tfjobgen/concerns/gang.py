@@ -56,8 +56,7 @@ from fractions import Fraction
 
 from ..inputs import kubernetes_syntax, quantity
 from ..inputs.problems import WARNING, Problem
-from ..inputs.profile import ClusterProfile
-from ..inputs.profile import release
+from ..inputs.profile import ClusterProfile, release
 from ..inputs.trainingjob import TrainingJob
 from . import gang_schedulers, labels, metadata, topology
 from .gang_schedulers import KUBERNETES_API, SCHEDULERS, GangScheduler

@@ -33,9 +33,9 @@ from ..expand import pipeline
 from ..inputs import source
 from ..inputs.intents import Intent
 from ..inputs.problems import has_errors
-from ..shared import contract
 from ..kube import api
 from ..place import place
+from ..shared import contract
 from . import gangs
 
 # What the API server appends to a generateName (k8s.io/apiserver names.SimpleNameGenerator).

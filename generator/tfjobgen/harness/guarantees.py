@@ -31,11 +31,11 @@ from typing import Callable
 
 import yaml
 
+from ..artifacts import programs
 from ..expand import pipeline
 from ..inputs.intents import Intent
-from ..artifacts import programs
-from . import gangs
 from ..place import place
+from . import gangs
 
 REPO = programs.REPO
 JOBS = REPO / "jobs"

@@ -45,11 +45,11 @@ def _orders(text: str) -> int:
 def _place(args) -> int:
     import json
 
+    from ..artifacts import programs
+    from ..cluster import control, processes, shape
     from ..expand import pipeline
     from ..inputs.problems import InvalidInput
     from ..kit import table
-    from ..artifacts import programs
-    from ..cluster import control, processes, shape
     from . import place
 
     profile = pipeline.load_profile(args.profile)

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import backends
+from ..cluster import control
+from ..cluster.controllers import kueue
+from ..cluster.plane import stages
 from ..concerns import promises
 from ..inputs.intents import Intent
 from ..inputs.profile import ClusterProfile
 from ..kube import api
-from ..cluster import control
-from ..cluster.controllers import kueue
-from ..cluster.plane import stages
 
 QUIET_SECONDS = 2.0  # nothing moved for this long: the scheduler is done with what it can place
 STUCK_SECONDS = 30.0  # a preemption that has not moved for this long is reported, not waited for
@@ -270,9 +270,9 @@ def for_review(objects: list[dict], intents: list[dict], profile_file: str | Non
     """Markdown for a pull request: where the real scheduler puts these jobs (`objects`, rendered from
     `intents` by kustomize in another process) on a local cluster of the profile, or one line saying why
     it was not checked."""
+    from ..artifacts import programs
     from ..expand import pipeline
     from ..kit import table
-    from ..artifacts import programs
 
     lacking = programs.missing(control.CORE_PROGRAMS)
     if lacking:

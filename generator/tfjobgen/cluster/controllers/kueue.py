@@ -30,10 +30,10 @@ import shutil
 from fractions import Fraction
 from pathlib import Path
 
+from ...artifacts import programs
 from ...concerns import gang_schedulers
 from ...inputs import quantity
 from ...kube import api
-from ...artifacts import programs
 from ..context import Context
 from .base import install, load_yaml_files, manager_settings, start_manager
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import ssl
 import urllib.request
 
-from .. import processes
-from ...concerns import gang_schedulers
 from ...artifacts import programs
+from ...concerns import gang_schedulers
+from .. import processes
+from ..context import Context
 from ..plane import components
 from ..processes import Component
-from ..context import Context
 from .base import install, load_yaml_files, wait_healthy
 
 NAME = "scheduler-plugins"

@@ -22,11 +22,11 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from ...artifacts import programs
 from ...concerns import gang_schedulers
 from ...inputs.profile import ClusterProfile
-from ...artifacts import programs
-from ..processes import Component
 from ..context import Context
+from ..processes import Component
 from .base import install, kustomized, load_yaml_files, wait_healthy, wait_serving
 
 NAME = "training-operator"

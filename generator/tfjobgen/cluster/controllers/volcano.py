@@ -18,11 +18,11 @@ only where one server has room for all of it (docs/schedulers.md, gang admission
 
 from __future__ import annotations
 
+from ...artifacts import programs
 from ...concerns import gang_schedulers
 from ...kube import api
-from ...artifacts import programs
-from ..processes import Component
 from ..context import Context
+from ..processes import Component
 from .base import install, load_yaml_files, wait_healthy
 
 NAME = "volcano"

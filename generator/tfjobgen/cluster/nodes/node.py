@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...artifacts.images import catalog
 from ...artifacts import programs
+from ...artifacts.images import catalog
 from ..processes import Component
 from .network import BRIDGE_ADDRESS, REGISTRY_RELAY_PORT, NodeAddresses
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...artifacts import programs
 from ...concerns import gang_schedulers
 from ...inputs.profile import ClusterProfile, release
-from ...artifacts import programs
 
 # From 1.37 the API server refuses to publish a loopback address as the `kubernetes` Service's endpoint,
 # and every component here listens on 127.0.0.1; nothing in a pod reaches the API server through that
