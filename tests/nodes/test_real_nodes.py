@@ -36,6 +36,11 @@ import machine
 from tfjobgen.harness import conformance
 from tfjobgen.concerns import labels
 
+# One process runs them all, in this order (--dist loadgroup): the machine holds one cluster with real nodes
+# at a time (the bridge tfjg0), so the tests that start their own must not run beside the module's cluster
+# (seen with 6 processes: the module's cluster refused, 'another cluster with real nodes runs').
+pytestmark = pytest.mark.xdist_group("real-nodes")
+
 JOBS = PROFILE.parent.parent / "jobs"
 TRAINING_PORT, METRICS_PORT = 2222, 2225
 

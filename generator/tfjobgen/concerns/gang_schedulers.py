@@ -3,8 +3,9 @@
 This table is the one place that knows the gang schedulers by name. The rest of the package reads a row's
 capabilities (`of(profile)`), never its name: gang.py writes the objects a row asks for, topology.py
 leaves a colocated job's groups to the schedulers that keep them, tfjob.py refuses a row that does not
-name its backend, and a local cluster turns on a row's feature gates and starts its controllers. tests/test_layers.py holds that: outside this module, no module compares a string with a
-gang scheduler's name. docs/design.md ("Adding a gang scheduler") says what a new row takes.
+name its backend, and a local cluster turns on a row's feature gates and starts its controllers.
+tests/test_layers.py holds that: outside this module, no module compares a string with a gang
+scheduler's name. docs/design.md ("Adding a gang scheduler") says what a new row takes.
 """
 
 from __future__ import annotations
