@@ -18,13 +18,15 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...inputs.profile import ClusterProfile
-from .. import processes
 from ...artifacts import programs
+from ...inputs.profile import ClusterProfile
+from ...kit.files import write_file
+from .. import processes
 from ..context import Context
 from ..plane import pki
 from ..plane.addresses import SERVICE_CIDR
-from . import host, network, node as node_files
+from . import host, network
+from . import node as node_files
 from .node import RealNode
 
 # The Debian programs a real node runs, each with what it is for.
@@ -114,8 +116,9 @@ def start_host(context: Context, nodes: list[RealNode], images: list[Image], clu
     """The bridge, the registry with the images, the API relay, RBAC and CoreDNS."""
     folder = context.files.nodes
     folder.mkdir(parents=True, exist_ok=True)
-    # Recorded before anything is made: teardown removes only what this cluster made.
-    (folder / "host.json").write_text(json.dumps({
+    # Recorded before anything is made: teardown removes only what this cluster made. Written whole or not at
+    # all: an up interrupted mid-write left an empty record that down could not read (and so left the bridge).
+    write_file(str(folder / "host.json"), json.dumps({
         "bridge": network.BRIDGE,
         "made_paths": [p for p in SHARED_PATHS if not os.path.lexists(p)]}, indent=1) + "\n")
     network.make_host()
@@ -167,7 +170,7 @@ def _push(image: Image, port: int, logs: Path) -> None:
 def start_node(context: Context, real: RealNode, everyone: list[RealNode]) -> processes.Started:
     """One node: its record, cgroups, namespace, files, credentials, containerd and kubelet (started, not Ready)."""
     real.folder.mkdir(parents=True, exist_ok=True)
-    (real.folder / "node.json").write_text(json.dumps({"name": real.name, "index": real.addresses.index}) + "\n")
+    write_file(str(real.folder / "node.json"), json.dumps({"name": real.name, "index": real.addresses.index}) + "\n")
     node_files.make_cgroups(real)
     network.make_node(real.addresses, [n.addresses for n in everyone])
     node_files.write_files(real, context.ca.cert)
