@@ -194,14 +194,15 @@ def build_all(only: list[str], list_only: bool = False, on_request: bool = False
     if unknown:
         print(f"tfjobgen cluster tools: no family {', '.join(sorted(unknown))} in {VERSIONS_FILE}", file=sys.stderr)
         return 2
-    if not list_only and shutil.which("go") is None and not all(f.is_built() for f in chosen_families):
+    missing = [f for f in chosen_families if not f.is_built()]  # a recipe digest each: read once
+    if not list_only and missing and shutil.which("go") is None:
         print("tfjobgen cluster tools: the go command is not on PATH (Go 1.26 or newer builds these)", file=sys.stderr)
         return 1
     log_dir = cache_root() / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    states = {f.name: ("built", 0.0) if f.is_built() else ("not built", 0.0) for f in chosen_families}
+    states = {f.name: ("not built" if f in missing else "built", 0.0) for f in chosen_families}
     if not list_only:
-        states.update(_build_missing([f for f in chosen_families if not f.is_built()], log_dir))
+        states.update(_build_missing(missing, log_dir))
     rows = [[f.name, f.version, ", ".join(f.programs), states[f.name][0],
              "-" if list_only else f"{states[f.name][1]:.0f}s"] for f in chosen_families]
     print(table.render(["FAMILY", "VERSION", "PROGRAMS", "STATE", "TIME"], rows))
