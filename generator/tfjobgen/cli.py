@@ -48,19 +48,46 @@ def _print_problems(problems) -> None:
 
 def cmd_validate(args) -> int:
     from .expand import pipeline
+    from pathlib import Path
+
     from .inputs import intents
     from .inputs.problems import has_errors
 
-    profile = pipeline.load_profile(args.profile)
     found, problems = _load_intents(args.paths)
     problems += pipeline.empty_folders(args.paths, found)
-    problems += pipeline.expand(found, profile).problems  # exactly what the KRM function checks
+    repository = None if args.profile else _repository_of(args.paths)
+    if repository:  # every job against the profile of each cluster it runs on (docs/gitops.md)
+        from .gitops import clusters, tree
+
+        overlays = clusters.read(repository)
+        jobs = [tree.job_file(intent) for intent in found]
+        # What only all the jobs together show (a cluster left without jobs, a destination no job uses) is
+        # checked when the paths are the whole of jobs/.
+        whole = {Path(p).resolve() for p in args.paths} == {(repository / tree.JOBS).resolve()}
+        problems += clusters.validate(repository, found, overlays, whole=whole)
+        problems += clusters.check(repository, jobs, overlays) if whole else clusters.check_jobs(jobs, overlays)
+        against = f"against the profile of each cluster it runs on: {', '.join(c.overlay for c in overlays)}"
+    else:
+        profile = pipeline.load_profile(args.profile)
+        problems += pipeline.expand(found, profile).problems  # exactly what the KRM function checks
+        against = f"against {args.profile}" if args.profile else "against the embedded default profile"
     problems += intents.unlisted(args.paths)
+    problems = list(dict.fromkeys(problems))
     _print_problems(sorted(problems, key=lambda p: (p.file, p.line, p.field)))
     errors = sum(p.is_error for p in problems)
-    print(f"{len(found)} TrainingJob(s) checked: {errors} error(s), {len(problems) - errors} warning(s)",
+    print(f"{len(found)} TrainingJob(s) checked: {errors} error(s), {len(problems) - errors} warning(s) ({against})",
           file=sys.stderr)
     return EXIT_INVALID if has_errors(problems) else EXIT_OK
+
+
+def _repository_of(paths: list[str]):
+    """The repository (a folder with jobs/ and overlays/ that hold clusters) the paths are in, if any."""
+    from pathlib import Path
+
+    from .gitops import tree
+
+    root = tree.find_root(Path(paths[0]).resolve()) if paths else None
+    return root if root is not None and tree.overlay_names(root) else None
 
 
 def cmd_render(args) -> int:

@@ -106,13 +106,19 @@ def _generated(item) -> bool:
 
 def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     """Replace each intent among `items` by its objects; everything else passes through untouched."""
-    positions = [i for i, item in enumerate(items) if intents.is_intent(item)]
+    every = [i for i, item in enumerate(items) if intents.is_intent(item)]
+    # Intents of other clusters (inputs/routing.py) leave the build: this cluster neither checks nor runs them.
+    mine, wrong = pipeline.for_cluster([_intent(items[i]) for i in every], profile)
+    if wrong:  # placed at the files the user wrote, as every error is below
+        return items, pipeline.for_cluster(_with_sources([_intent(items[i]) for i in every], root), profile)[1]
+    kept = {id(intent.data) for intent in mine}
+    positions = [i for i in every if id(items[i]) in kept]
     found = [_intent(items[i]) for i in positions]
     if not found:
-        misplaced = _misplaced(items, profile, root)  # said whatever allowNoJobs says: jobs would pass unchecked
+        misplaced = None if every else _misplaced(items, profile, root)  # said whatever allowNoJobs says
         if misplaced or not profile.allow_no_jobs:
-            return items, [misplaced or pipeline.no_jobs(len(items))]
-    taken = set(positions)
+            return items, [misplaced or pipeline.no_jobs(len(items), len(every), profile.name)]
+    taken = set(every)
     others = [item for i, item in enumerate(items) if i not in taken]
     expansion = pipeline.expand(found, profile, others)
     if has_errors(expansion.problems):
@@ -127,7 +133,7 @@ def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     replacement = dict(zip(positions, expansion.objects))
     result = []
     for i, item in enumerate(items):
-        result.extend(replacement.get(i, [item]))
+        result.extend(replacement.get(i, [] if i in taken else [item]))
     return result, expansion.problems
 
 

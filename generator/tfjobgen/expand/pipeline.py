@@ -18,7 +18,7 @@ from typing import Any
 from .. import backends
 from ..addons import monitoring, tensorboard
 from ..concerns import container, environment, gang, jobplan, labels, lifecycle, limits, names, qos, topology
-from ..inputs import intents, schema, source, trainingjob
+from ..inputs import intents, routing, schema, source, trainingjob
 from ..inputs import profile as profile_rules
 from ..inputs.intents import Intent
 from ..inputs.problems import WARNING, InvalidInput, Problem, ResourceRef, has_errors
@@ -244,11 +244,32 @@ def duplicates(found: list[Intent]) -> list[Problem]:
     return intents.duplicate_names(found)
 
 
-def no_jobs(objects: int) -> Problem:
-    """A build without a single intent, refused unless the profile allows it."""
-    return Problem(f"no TrainingJob among the {objects} objects of this build; refusing to emit a set without jobs "
-                   "(Argo CD would prune every running job). Set allowNoJobs: true in the ClusterProfile if that "
-                   "is what you mean")
+def no_jobs(objects: int, elsewhere: int = 0, cluster: str = "") -> Problem:
+    """A build without a single intent for its cluster, refused unless the profile allows it
+    (`elsewhere`: the intents of the build that run on other clusters)."""
+    if elsewhere:
+        what = (f"none of the {elsewhere} TrainingJob(s) of this build runs on cluster {cluster} (their "
+                "spec.clusters, or this profile's spec.namespaces, send them to other clusters)")
+    else:
+        what = f"no TrainingJob among the {objects} objects of this build"
+    return Problem(f"{what}; refusing to emit a set without jobs (Argo CD would prune every running job). Set "
+                   "allowNoJobs: true in the ClusterProfile if this cluster is meant to run no job")
+
+
+def for_cluster(found: list[Intent], profile: ClusterProfile) -> tuple[list[Intent], list[Problem]]:
+    """The intents that run on the profile's cluster (inputs/routing.py), and each one that names the cluster
+    although the profile does not run its namespace. The embedded profile is no cluster's: every job is for it."""
+    if profile.embedded:
+        return list(found), []
+    mine, problems = [], []
+    for intent in found:
+        if routing.runs_on(intent.data, profile.name, profile.namespaces):
+            wrong = routing.conflict(intent.data, profile.name, profile.namespaces)
+            if wrong:
+                problems.append(intent.locate(wrong))
+            else:
+                mine.append(intent)
+    return mine, problems
 
 
 # ---- plan, render -------------------------------------------------------------

@@ -1,6 +1,8 @@
 """GitOps delivery: what Argo CD gets from this repository, and how a pull request shows it.
 
     tree.py      the repository's layout: overlays, job files, a base commit read from git, the root
+    clusters.py  which jobs go to which clusters, and what only the whole tree shows (a job no cluster
+                 runs, a destination no job uses, one modelDir on two clusters); `validate` asks here too
     layout.py    what an overlay's kustomization does before tfjobgen, read without kustomize
     build.py     overlays built with the tree's own generator, with as little kustomize as they need
     deliver.py   the last step of both delivery modes: the checks, then the annotations:

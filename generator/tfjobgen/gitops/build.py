@@ -23,6 +23,7 @@ builds only some namespaces or some job files.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
@@ -37,9 +38,9 @@ from pathlib import Path
 
 from ..concerns import labels
 from ..expand import emit, pipeline
-from ..inputs import intents, source
+from ..inputs import intents, routing, source
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
-from . import layout
+from . import clusters, layout
 from .tree import OVERLAYS
 
 BUILD_TIMEOUT_SECONDS = 600
@@ -193,7 +194,8 @@ def build_overlays(root: Path, overlays: list[str], selection: Selection = EVERY
             tempfile.TemporaryDirectory(prefix="tfjobgen-shares-") as scratch:
         runs: list[tuple[str, Path, Path, dict]] = []  # (overlay, tree root, overlay folder, environment)
         for name, kustomization in kustomizations.items():
-            picked = {intent.file for intent in kustomization.intents if selection.picks(intent)}
+            runs_here = _routing_of(root, kustomization)
+            picked = {intent.file for intent in kustomization.intents if selection.picks(intent) and runs_here(intent)}
             files = [f for f in kustomization.files() if f in picked]
             shareable = kustomization.need <= layout.PER_OBJECT and kustomization.local
             if modes[name] == INTENTS and selection != EVERYTHING and shareable:
@@ -203,7 +205,7 @@ def build_overlays(root: Path, overlays: list[str], selection: Selection = EVERY
                 runs.append((name, Path(scratch, name), folder, echo_env))
             elif modes[name] in (INTENTS, WHOLE):
                 runs.append((name, root, root / OVERLAYS / name, echo_env if modes[name] == INTENTS else env))
-            elif modes[name] == SHARDS:
+            elif modes[name] == SHARDS and (files or selection.files is None):  # else: no changed job runs here
                 for index, share in enumerate(layout.shares(kustomization, files)):
                     folder = layout.write_share(root, kustomization, share, Path(scratch, f"{name}-{index}"),
                                                  with_others=index == 0 and selection.files is None)
@@ -221,7 +223,7 @@ def build_overlays(root: Path, overlays: list[str], selection: Selection = EVERY
         if modes[name] == INTENTS:
             builds[name] = _expanded(root, kustomization, parts[name][0], selection)
         elif modes[name] != DIRECT:
-            builds[name] = _merged(name, kustomization, parts[name], selection)
+            builds[name] = _merged(name, kustomization, parts.get(name, []), selection)
         builds[name].mode = modes[name]
     return {name: builds[name] for name in overlays}
 
@@ -233,6 +235,18 @@ def intents_as_built(root: Path, overlay: str) -> list[dict] | None:
     with plugin_environment(root, echo=True) as env:
         built = _kustomize(root, root, root / OVERLAYS / overlay, kustomize_command(), env)
     return [obj for obj in built.objects if intents.is_intent(obj)] if built.ok else None
+
+
+def _routing_of(root: Path, kustomization: layout.Layout):
+    """Whether an intent of the overlay runs on its cluster (inputs/routing.py), for choosing what kustomize
+    reads; every intent when the profile cannot be read (the build then says why)."""
+    try:
+        profile = pipeline.load_profile(str(root / kustomization.profile)) if kustomization.profile else None
+    except InvalidInput:
+        profile = None
+    if profile is None:
+        return lambda intent: True
+    return lambda intent: routing.runs_on(intent.data, profile.name, profile.namespaces)
 
 
 def _runs_this_generator(root: Path) -> bool:
@@ -249,13 +263,17 @@ def _direct(root: Path, kustomization: layout.Layout, selection: Selection) -> B
     except InvalidInput as err:
         build.problems = [_relative(p, root) for p in err.problems]
         return build
-    found = [intent for intent in kustomization.intents if selection.picks(intent)]
+    picked = [intent for intent in kustomization.intents if selection.picks(intent)]
+    found, wrong = pipeline.for_cluster(picked, profile)  # only the jobs that run on this cluster
     build.intents = [intent.data for intent in found]
-    if not found and not profile.allow_no_jobs:
-        build.problems = [_nothing_selected(selection, kustomization)]
+    if wrong:
+        build.problems = wrong
+        return build
+    if not found and not profile.allow_no_jobs and selection.files is None:
+        build.problems = [_nothing_selected(root, selection, kustomization, profile, len(picked))]
         return build
     expansion = pipeline.expand(found, profile)
-    build.problems = expansion.problems
+    build.problems = [_relative(p, root) for p in expansion.problems]
     if expansion.ok:
         build.objects = expansion.in_order()
     return build
@@ -282,10 +300,13 @@ def _expanded(root: Path, kustomization: layout.Layout, intents_build: Build, se
     items = [item for item in intents_build.objects if not intents.is_intent(item) or (
         (selection.namespaces is None or intents.ref_of(item).namespace in selection.namespaces)
         and (written is None or intents.ref_of(item).name in written))]
-    jobs = {intents.ref_of(item).name for item in items if intents.is_intent(item)}
-    build.intents = [item for item in items if intents.is_intent(item)]
-    if not jobs and selection.namespaces is not None and not profile.allow_no_jobs:
-        build.problems.append(_nothing_selected(selection, kustomization))
+    build.intents = [item for item in items if intents.is_intent(item)
+                     and routing.runs_on(item, profile.name, profile.namespaces)]
+    jobs = {intents.ref_of(item).name for item in build.intents}
+    if not jobs and not profile.allow_no_jobs and (selection.namespaces is not None or selection.files is not None):
+        if selection.files is not None:  # none of the changed jobs runs here: nothing of this cluster changed
+            return build
+        build.problems.append(_nothing_selected(root, selection, kustomization, profile, 0))
         return build
     directory = root / kustomization.overlay
     expanded, problems = krm.expand_items(items, profile, str(directory))
@@ -295,12 +316,14 @@ def _expanded(root: Path, kustomization: layout.Layout, intents_build: Build, se
     return build
 
 
-def _nothing_selected(selection: Selection, kustomization: layout.Layout) -> Problem:
+def _nothing_selected(root: Path, selection: Selection, kustomization: layout.Layout, profile,
+                      elsewhere: int) -> Problem:
+    """Why a build of an overlay (or of one team's share of it) has no job to give Argo CD."""
     if selection.namespaces is None:
-        return pipeline.no_jobs(0)
-    return Problem(f"no TrainingJob of namespace {', '.join(sorted(selection.namespaces))} here: refusing "
-                   "an empty set (Argo CD would prune every running job of that team). When a team has no job left "
-                   "on a cluster, remove that destination from argocd/base/project.yaml", file=kustomization.overlay)
+        return dataclasses.replace(pipeline.no_jobs(0, elsewhere, profile.name), file=kustomization.overlay)
+    cluster = clusters.Cluster(kustomization.overlay.removeprefix(f"{OVERLAYS}/"), profile.name, profile.namespaces,
+                              profile.allow_no_jobs, kustomization.profile)
+    return clusters.no_job_left(root, cluster, ", ".join(sorted(selection.namespaces)))
 
 
 def _relative(problem: Problem, root: Path) -> Problem:

@@ -14,7 +14,8 @@ from .object_meta import describe_object, group_kind, job_of, metadata_of
 
 
 def check(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> list[Problem]:
-    """Everything that makes a build unsafe to hand to Argo CD (`overlay` names it in messages)."""
+    """Everything that makes a build unsafe to hand to Argo CD (`overlay` names it in messages; `jobs`: the
+    jobs of jobs/ that run on its cluster, gitops/clusters.py)."""
     leftover = [o for o in objects if intents.kind_of(o) != "other"]
     if leftover:
         shown = ", ".join(describe_object(o) for o in leftover[:3]) + (", ..." if len(leftover) > 3 else "")
@@ -30,20 +31,21 @@ def check(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> list[P
     if not namespaces:
         if jobs:
             problems.append(Problem(
-                f"the build has no training job objects although jobs/ defines {len(jobs)}: refusing an empty "
-                "set (Argo CD would prune every running job)", file=overlay))
+                f"the build has no training job objects although {len(jobs)} job(s) of jobs/ run on this cluster: "
+                "refusing an empty set (Argo CD would prune every running job)", file=overlay))
         else:
             problems.append(Problem(
-                "jobs/ defines no job, so this cluster gets nothing; Argo CD's allowEmpty: false keeps the "
+                "no job of jobs/ runs on this cluster, so it gets nothing; Argo CD's allowEmpty: false keeps the "
                 "last objects until someone syncs with prune by hand", severity=WARNING, file=overlay))
         return problems
     missing = [job for job in jobs if job.name not in namespaces]
     if missing:
         shown = "; ".join(f"{job.key} ({job.where})" for job in missing)
         problems.append(Problem(
-            f"{len(missing)} of the {len(jobs)} job(s) in jobs/ are missing from the build: {shown}. A job "
-            "leaves a cluster only when its file is deleted: check that jobs/kustomization.yaml lists it and "
-            "that no patch of this overlay deletes it", file=overlay))
+            f"{len(missing)} of the {len(jobs)} job(s) of jobs/ that run on this cluster are missing from the "
+            f"build: {shown}. A job leaves a cluster only when its file is deleted or its spec.clusters no longer "
+            "names it: check that jobs/kustomization.yaml lists it and that no patch of this overlay deletes it",
+            file=overlay))
     problems += _namespace_problems(objects, jobs, namespaces, overlay)
     return problems
 

@@ -26,9 +26,9 @@ import tempfile
 from pathlib import Path
 
 from ..expand import summary
-from ..inputs import intents, source
+from ..inputs import intents
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
-from . import build, markdown, object_meta, policy, tree
+from . import build, clusters, markdown, object_meta, policy, tree
 from .changes import Cluster, Report, compare
 from .sides import Side, affected_files, intent_problems, load_side, namespace_moves
 
@@ -46,17 +46,17 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bo
         base = load_side(base_root, f"{base_ref} ({commit[:8]})", files)
     head = load_side(root, _head_label(root), files)
     problems = list(head.problems) + intent_problems(root, files) + namespace_moves(base.jobs, head.jobs)
-    clusters = []
+    sections = []
     for overlay in sorted(set(base.overlays) | set(head.overlays)):
         old, new = base.objects.get(overlay, []), head.objects.get(overlay)
         if overlay not in head.overlays:
-            clusters.append(Cluster(overlay, compare(old, []), 0,
+            sections.append(Cluster(overlay, compare(old, []), 0,
                                     "overlay removed: the ApplicationSet stops managing its Application "
                                     "(applicationsSync: create-update), which keeps its resources; delete "
                                     "the Application by hand to retire the cluster"))
             continue
         if new is None:
-            clusters.append(Cluster(overlay, [], 0, "does not build (see the problems above)"))
+            sections.append(Cluster(overlay, [], 0, "does not build (see the problems above)"))
             continue
         note = ""
         if overlay in head.refused:
@@ -70,13 +70,14 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bo
         changes = compare(old, new)
         unchanged = len(summary.jobs(new)) - sum(c.change != "removed" for c in changes) + head.unbuilt
         keys = [c.key for c in changes if c.change != "removed"]
-        clusters.append(Cluster(overlay, changes, unchanged, note,
+        sections.append(Cluster(overlay, changes, unchanged, note,
                                 plans_of(root, overlay, head.jobs, keys, head.intents.get(overlay)),
                                 placement_of(root, overlay, new, keys, head.intents.get(overlay)) if place else ""))
         for project in policy.projects(root):
             problems += policy.check(project, overlay, new)
+    problems += clusters.shared_model_dirs(head.jobs, clusters.read(root), head.intents)
     problems += output_problems(base, head, crd_dir)
-    return Report(base.label, head.label, clusters, _dedupe(problems))
+    return Report(base.label, head.label, sections, _dedupe(problems))
 
 
 def placement_of(root: Path, overlay: str, objects: list[dict], keys: list[str], built: list[dict] | None) -> str:
@@ -101,8 +102,8 @@ def _job_label(obj: dict) -> str:
 
 
 def _profile_file(root: Path, overlay: str) -> str | None:
-    return next((str(path) for path in sorted((root / tree.OVERLAYS / overlay).glob("*.y*ml")) if _is_profile(path)),
-                None)
+    path = clusters.profile_file(root, overlay)
+    return str(path) if path else None
 
 
 def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str],
@@ -145,14 +146,6 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
     return plans
 
 
-def _is_profile(path: Path) -> bool:
-    try:
-        return any(intents.kind_of(d.data) == "profile"
-                   for d in source.parse_documents(source.read_text(str(path)), str(path)))
-    except InvalidInput:
-        return False
-
-
 def output_problems(base: Side, head: Side, crd_dir: str | None) -> list[Problem]:
     """Schema problems of the objects this change adds or changes (unchanged objects were checked before)."""
     before = {json.dumps(o, sort_keys=True) for objects in base.objects.values() for o in objects}
@@ -183,8 +176,9 @@ def _head_label(root: Path) -> str:
 
 
 def run(root: Path, base_ref: str, output: str | None = None, crd_dir: str | None = None,
-        out=sys.stdout, err=sys.stderr, place: bool = True) -> int:
+        out=None, err=None, place: bool = True) -> int:
     """The command: write the report; 0 without errors, 1 with errors, 2 when it cannot run."""
+    out, err = out or sys.stdout, err or sys.stderr  # looked up at each call: a caller may have redirected them
     if not tree.is_tree(root):
         print(f"tfjobgen diff: run it from the repository root (the folder with {tree.OVERLAYS}/); {root} has none",
               file=err)

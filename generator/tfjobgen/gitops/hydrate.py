@@ -20,7 +20,7 @@ from ..expand import emit
 from ..inputs import intents
 from ..inputs.problems import Problem, distinct
 from ..kit.files import WriteFailed, write_files
-from . import build, checks, deliver, object_meta, tree
+from . import build, checks, clusters, deliver, object_meta, tree
 
 FIX_COMMAND = "tfjobgen hydrate"  # also `make rendered`
 README = "README.md"
@@ -76,14 +76,20 @@ def delivered(root: Path, overlays: list[str], selection: build.Selection = buil
     readable = not problems  # an unreadable job file would make every patch of it look orphaned
     problems += intents.duplicate_names(every_job)
     jobs = [job for job in every_job if selection.namespaces is None or job.namespace in selection.namespaces]
+    routes = {cluster.overlay: cluster for cluster in clusters.read(root)}
+    if readable and selection == build.EVERYTHING and set(overlays) == set(routes):
+        problems += clusters.check(root, every_job, list(routes.values()))  # what only the whole tree shows
     builds = build.build_overlays(root, overlays, selection)
+    if readable and selection == build.EVERYTHING:
+        problems += clusters.shared_model_dirs(every_job, list(routes.values()),
+                                               {name: builds[name].intents for name in overlays})
     result: dict[str, list[dict]] = {}
     for overlay in overlays:
         built = builds[overlay]
         problems += built.problems + (checks.patch_problems(root, built.path, every_job) if readable else [])
         if not built.ok:
             continue
-        objects, found = deliver.deliver(built.objects, jobs, built.path)
+        objects, found = deliver.deliver(built.objects, clusters.jobs_on(jobs, routes[overlay]), built.path)
         problems += found
         if not any(p.is_error for p in found):
             result[overlay] = objects
@@ -132,8 +138,9 @@ def _relative(message: str, root: Path) -> str:
     return message.replace(f"{root}{os.sep}", "")
 
 
-def run(root: Path, check_only: bool, out=sys.stdout, err=sys.stderr) -> int:
+def run(root: Path, check_only: bool, out=None, err=None) -> int:
     """The command: 0 when rendered/ is (now) current, 1 on build problems or (with --check) when stale."""
+    out, err = out or sys.stdout, err or sys.stderr  # looked up at each call: a caller may have redirected them
     if not tree.is_tree(root):
         print(f"tfjobgen hydrate: run it from the repository root (the folder with {tree.OVERLAYS}/ and "
               f"{tree.JOBS}/); {root} has no {tree.OVERLAYS}/", file=err)

@@ -8,7 +8,7 @@ before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -24,6 +24,15 @@ class Project:
     name: str
     file: str
     spec: dict
+    lines: dict = field(default_factory=dict, compare=False, repr=False)  # spec field path -> line in file
+
+    def line_of(self, path: str) -> int:
+        return self.lines.get(path, 0)
+
+    def destination_pairs(self) -> list[tuple[str, str]]:
+        """(cluster, namespace) of each destination, in order, as written (patterns included)."""
+        return [(str(d.get("name", "")), str(d.get("namespace", "")))
+                for d in self.spec.get("destinations") or [] if isinstance(d, dict)]
 
     def destinations(self, cluster: str) -> list[str]:
         """Namespace patterns the project permits on `cluster` (a cluster is named as in Argo CD)."""
@@ -56,8 +65,10 @@ def projects(root: Path) -> list[Project]:
         for document in documents:
             data = document.data
             if isinstance(data, dict) and data.get("kind") == "AppProject" and isinstance(data.get("spec"), dict):
+                lines = {key.removeprefix("spec."): line for key, line in document.lines.items()
+                         if key.startswith("spec.")}
                 found.append(Project(str((data.get("metadata") or {}).get("name", "")),
-                                     path.relative_to(root).as_posix(), data["spec"]))
+                                     path.relative_to(root).as_posix(), data["spec"], lines))
     return found
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..inputs import intents, source
 from ..inputs.problems import InvalidInput, Problem
-from . import build, checks, deliver, rollout, tree
+from . import build, checks, clusters, deliver, rollout, tree
 
 
 @dataclass
@@ -46,7 +46,9 @@ def load_side(root: Path, label: str, files: frozenset[str] | None = None) -> Si
     built_jobs = jobs if files is None else [job for job in jobs if job.file in files]
     side.unbuilt = len(jobs) - len(built_jobs)
     selection = build.EVERYTHING if files is None else build.Selection(files=files)
-    wanted = overlays if files is None or built_jobs else []  # a side without the changed files builds nothing
+    routes = {cluster.overlay: cluster for cluster in clusters.read(root, overlays)}
+    # A side builds a cluster only when a changed job runs on it (every cluster, when any job may have changed).
+    wanted = [o for o in overlays if files is None or clusters.jobs_on(built_jobs, routes[o])]
     builds = build.build_overlays(root, wanted, selection) if wanted else {}
     for overlay in overlays:
         if overlay not in builds:
@@ -57,7 +59,7 @@ def load_side(root: Path, label: str, files: frozenset[str] | None = None) -> Si
         side.problems += result.problems + (checks.patch_problems(root, result.path, jobs) if readable else [])
         if not result.ok:
             continue
-        delivered, found = deliver.deliver(result.objects, built_jobs, result.path)
+        delivered, found = deliver.deliver(result.objects, clusters.jobs_on(built_jobs, routes[overlay]), result.path)
         side.problems += found
         if any(p.is_error for p in found):  # still worth showing; the report says Argo CD would get nothing
             side.refused.add(overlay)
@@ -108,7 +110,8 @@ def _only_intents(path: Path) -> bool:
 
 
 def intent_problems(root: Path, files: frozenset[str] | None = None) -> list[Problem]:
-    """What `tfjobgen validate jobs/` reports (with the embedded profile), with paths relative to root.
+    """What `tfjobgen validate jobs/` reports (each job against the profile of every cluster it runs on, and
+    where jobs go: gitops/clusters.py), with paths relative to root.
 
     With `files`, only the jobs in those files are checked (the others have not changed).
     """
@@ -117,11 +120,13 @@ def intent_problems(root: Path, files: frozenset[str] | None = None) -> list[Pro
     folder = root / tree.JOBS
     if not folder.is_dir():
         return []
-    found, problems = pipeline.load_intents([str(folder)], relative_to=str(root))
-    found = [intent for intent in found if files is None or intent.file in files]
-    # The embedded profile is no cluster's: its own rules are not this change's problems.
-    problems += [p for p in pipeline.expand(found, pipeline.load_profile(None)).problems
+    every, problems = pipeline.load_intents([str(folder)], relative_to=str(root))
+    found = [intent for intent in every if files is None or intent.file in files]
+    overlays = clusters.read(root)
+    # A profile's own rules are reported by its cluster's build; here only the jobs' problems count.
+    problems += [p for p in clusters.validate(root, found, overlays, whole=False, name_clusters=False)
                  if not (p.ref and p.ref.kind == pipeline.PROFILE_KIND)] if found else []
+    problems += clusters.check(root, [tree.job_file(intent) for intent in every], overlays)
     problems += intents.unlisted([str(folder)])
     return [dataclasses.replace(p, file=Path(p.file).relative_to(root).as_posix())
             if Path(p.file).is_absolute() else p for p in problems]

@@ -16,7 +16,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..inputs import intents
+from ..inputs import intents, routing
 from ..inputs.problems import Problem
 
 JOBS, OVERLAYS, RENDERED = "jobs", "overlays", "rendered"
@@ -36,6 +36,11 @@ class JobFile:
     namespace: str
     file: str  # relative to the tree's root, with '/'
     line: int
+    clusters: tuple[str, ...] | None = None  # spec.clusters (inputs/routing.py); None: left out
+    clusters_line: int = 0
+    model_dir: str = ""  # spec.training.modelDir, where the job's checkpoints go ("" when it sets none)
+    model_dir_line: int = 0
+    namespace_line: int = 0
 
     @property
     def where(self) -> str:
@@ -67,7 +72,19 @@ def job_files(root: Path) -> tuple[list[JobFile], list[Problem]]:
     if not (root / JOBS).is_dir():
         return [], []
     found, problems = pipeline.load_intents([str(root / JOBS)], relative_to=str(root))
-    return [JobFile(intent.name, intent.namespace, intent.file, intent.line) for intent in found], problems
+    return [job_file(intent) for intent in found], problems
+
+
+def job_file(intent: intents.Intent) -> JobFile:
+    """What the GitOps checks read of a TrainingJob as written."""
+    data = intent.data if isinstance(intent.data, dict) else {}
+    spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
+    training = spec.get("training") if isinstance(spec.get("training"), dict) else {}
+    model_dir = training.get("modelDir") if isinstance(training.get("modelDir"), str) else ""
+    line_of = intent.document.line_of if intent.document else (lambda _: 0)
+    return JobFile(intent.name, intent.namespace, intent.file, intent.line, routing.named_clusters(intent.data),
+                   line_of("spec.clusters"), model_dir, line_of("spec.training.modelDir") if model_dir else 0,
+                   line_of("metadata.namespace"))
 
 
 # ---- git (read-only) ------------------------------------------------------------

@@ -8,6 +8,7 @@
                        and that their names are unique
     trainingjob        the TrainingJob intent as typed values (spec.model is the ML model's declaration)
     profile            the cluster profile (ClusterProfile) as typed values, and its own checks
+    routing            which clusters a job runs on (spec.clusters, the profile's spec.namespaces)
     quantity           Kubernetes quantities (CPU, memory) as exact numbers
     problems           Problem: file, line, field and message, for the CLI and the KRM results
     kubernetes_syntax  Kubernetes' rules for label keys and values, DNS subdomains and tolerations

@@ -113,6 +113,7 @@ class ClusterProfile:
     run_as_group: int
     fs_group: int
     allow_no_jobs: bool
+    namespaces: tuple[str, ...] | None  # the teams this cluster runs (None: every namespace); inputs/routing.py
     own_program_deadline: int | None  # activeDeadlineSeconds for jobs with spec.command that set none
     gpu: Gpu | None
     monitoring: Monitoring
@@ -183,6 +184,7 @@ def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> 
         run_as_group=spec["podSecurity"]["runAsGroup"],
         fs_group=spec["podSecurity"]["fsGroup"],
         allow_no_jobs=spec["allowNoJobs"],
+        namespaces=tuple(spec["namespaces"]) if "namespaces" in spec else None,
         own_program_deadline=spec.get("ownProgramDeadlineSeconds"),
         gpu=Gpu(spec["gpu"]["resource"], spec["gpu"]["nodePool"], spec["gpu"]["perNode"]) if "gpu" in spec else None,
         monitoring=_monitoring(spec["monitoring"]),

@@ -1,0 +1,216 @@
+"""Jobs and clusters across the repository: where each job goes, and the mistakes only the whole tree shows.
+
+A cluster's build applies inputs/routing.py's rule to the jobs it is given. What one build cannot see,
+the repository can:
+
+- a job that names a cluster no overlay has, or that no cluster runs;
+- a destination of the AppProject that no job uses any more: a team's last job on a cluster was
+  removed, and its Application would get an empty set (`no_job_left`, the one answer `diff`,
+  `hydrate` and `build` give);
+- one job on two clusters writing one checkpoint directory (`shared_model_dirs`).
+
+`validate`, `hydrate`, `build` and `diff` all ask here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..inputs import intents, routing, source
+from ..inputs.problems import InvalidInput, Problem
+from . import policy, tree
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One overlay and what its ClusterProfile says about routing."""
+
+    overlay: str  # the folder under overlays/: the cluster's name in Argo CD
+    name: str  # its ClusterProfile's metadata.name: the name spec.clusters uses
+    namespaces: tuple[str, ...] | None  # spec.namespaces (None: every namespace)
+    allow_no_jobs: bool
+    profile_file: str  # relative to the root ("" when the overlay holds no readable profile)
+
+    def runs(self, job: tree.JobFile) -> bool:
+        return routing.goes_to(job.namespace, job.clusters, self.name, self.namespaces)
+
+
+def profile_file(root: Path, overlay: str) -> Path | None:
+    """The file of overlays/<overlay> that holds its ClusterProfile (the first one, by name)."""
+    for path in sorted((root / tree.OVERLAYS / overlay).glob("*.y*ml")):
+        try:
+            documents = source.parse_documents(source.read_text(str(path)), str(path))
+        except InvalidInput:
+            continue
+        if any(intents.kind_of(d.data) == "profile" for d in documents):
+            return path
+    return None
+
+
+def read(root: Path, overlays: list[str] | None = None) -> list[Cluster]:
+    """Every overlay's routing. An overlay whose profile cannot be read runs every job: its build says why."""
+    from ..expand import pipeline
+
+    found = []
+    for overlay in tree.overlay_names(root) if overlays is None else overlays:
+        path = profile_file(root, overlay)
+        try:
+            profile = pipeline.load_profile(str(path)) if path else None
+        except InvalidInput:
+            profile = None
+        if profile is None:
+            found.append(Cluster(overlay, overlay, None, True, ""))
+        else:
+            found.append(Cluster(overlay, profile.name, profile.namespaces, profile.allow_no_jobs,
+                                 path.relative_to(root).as_posix()))
+    return found
+
+
+def jobs_on(jobs: list[tree.JobFile], cluster: Cluster) -> list[tree.JobFile]:
+    return [job for job in jobs if cluster.runs(job)]
+
+
+def check(root: Path, jobs: list[tree.JobFile], found: list[Cluster]) -> list[Problem]:
+    """Jobs that go to no cluster or to one that does not exist, and destinations no job uses (`jobs`: all
+    of jobs/)."""
+    return check_jobs(jobs, found) + _unused_destinations(root, jobs, found)
+
+
+def check_jobs(jobs: list[tree.JobFile], found: list[Cluster]) -> list[Problem]:
+    """Jobs that go to no cluster, or name one that does not exist."""
+    problems = []
+    names = sorted(c.name for c in found)
+    for job in jobs:
+        for index, cluster in enumerate(job.clusters or ()):
+            if cluster not in names:
+                problems.append(Problem(
+                    f"no overlay runs a cluster named {cluster} (the clusters are {', '.join(names) or 'none'}, "
+                    "the metadata.name of each overlays/<cluster>/ profile): name one of them, or add "
+                    f"overlays/{cluster}/ for the new cluster", f"spec.clusters[{index}]", file=job.file,
+                    line=job.clusters_line))
+        if job.clusters is None and found and not any(c.runs(job) for c in found):
+            runs = "; ".join(f"{c.name}: {', '.join(c.namespaces or ())}" for c in found)
+            problems.append(Problem(
+                f"job '{job.name}' runs on no cluster: no ClusterProfile runs namespace {job.namespace} ({runs}). "
+                f"Add {job.namespace} to the spec.namespaces of the cluster it is for (and a destination "
+                "to argocd/base/project.yaml), or name the cluster in spec.clusters",
+                "metadata.namespace", file=job.file, line=job.namespace_line or job.line))
+    return problems
+
+
+def _unused_destinations(root: Path, jobs: list[tree.JobFile], found: list[Cluster]) -> list[Problem]:
+    by_overlay = {c.overlay: c for c in found}
+    problems = []
+    for project in policy.projects(root):
+        for cluster, namespace in project.destination_pairs():
+            if cluster not in by_overlay or any(ch in namespace for ch in "*?[!"):
+                continue  # a pattern, or a cluster this repository does not build: nothing to compare
+            if not any(job.namespace == namespace for job in jobs_on(jobs, by_overlay[cluster])):
+                problems.append(no_job_left(root, by_overlay[cluster], namespace))
+    return problems
+
+
+def no_job_left(root: Path, cluster: Cluster, namespace: str) -> Problem:
+    """A team with no job left on a cluster that the AppProject still sends it to: the one answer of
+    `diff`, `hydrate` and `build` (the Argo CD plugin), placed at that destination."""
+    project_file, line = "", 0
+    for project in policy.projects(root):
+        for index, pair in enumerate(project.destination_pairs()):
+            if pair == (cluster.overlay, namespace) and not project_file:
+                project_file, line = project.file, project.line_of(f"destinations[{index}]")
+    listed = (f" and {namespace} from {cluster.profile_file}'s spec.namespaces"
+              if cluster.namespaces and namespace in cluster.namespaces else "")
+    return Problem(
+        f"no job of namespace {namespace} runs on cluster {cluster.overlay}, but the AppProject still sends that "
+        f"team there ({{name: {cluster.overlay}, namespace: {namespace}}}): its Application "
+        f"tfjobgen-{cluster.overlay}-{namespace} would get an empty set, which Argo CD refuses to sync "
+        f"(allowEmpty: false), so retired jobs would keep running. In this pull request remove that destination"
+        f"{listed}; after the merge, `argocd app delete tfjobgen-{cluster.overlay}-{namespace} --cascade` stops "
+        "what it still runs", "destinations", file=project_file or "argocd/base/project.yaml", line=line)
+
+
+def shared_model_dirs(jobs: list[tree.JobFile], found: list[Cluster],
+                      built: dict[str, list[dict] | None]) -> list[Problem]:
+    """A job that runs on two clusters with one spec.training.modelDir: two trainings, one checkpoint folder.
+
+    `built`: per overlay, its intents as the overlay patched them (None: not known, the job file's value
+    counts), so an overlay that patches modelDir for its cluster is the documented way out.
+    """
+    patched: dict[tuple[str, str], str] = {}
+    for overlay, data in built.items():
+        for document in data or []:
+            spec = document.get("spec") if isinstance(document.get("spec"), dict) else {}
+            training = spec.get("training") if isinstance(spec.get("training"), dict) else {}
+            ref = intents.ref_of(document)
+            patched[(overlay, f"{ref.namespace}/{ref.name}")] = str(training.get("modelDir") or "")
+    problems = []
+    for job in jobs:
+        if not job.model_dir:
+            continue
+        where: dict[str, list[str]] = {}
+        for cluster in found:
+            if cluster.runs(job):
+                value = patched.get((cluster.overlay, job.key), job.model_dir)
+                if value:
+                    where.setdefault(value, []).append(cluster.overlay)
+        for value, overlays in sorted(where.items()):
+            if len(overlays) > 1:
+                problems.append(Problem(
+                    f"job '{job.name}' runs on {' and '.join(overlays)} with one modelDir ({value}): the two "
+                    "trainings would write one checkpoint directory. Name one cluster in spec.clusters, or give "
+                    "each cluster its own path with a patch of spec.training.modelDir in its overlay",
+                    "spec.training.modelDir", file=job.file, line=job.model_dir_line))
+    return problems
+
+
+def validate(root: Path, found: list[intents.Intent], overlays: list[Cluster], whole: bool = True,
+             name_clusters: bool = True) -> list[Problem]:
+    """Every job checked against the profile of each cluster it runs on, as each cluster's build checks it (but
+    as written: an overlay's patches are applied by the build). A problem only some of a job's clusters have
+    names them (`name_clusters`), so a job that fits one cluster and not another says which. With `whole`
+    (`found` is all of jobs/), a cluster left with no job is refused as its build would refuse it."""
+    from ..expand import pipeline
+
+    clusters_of: dict[str, list[str]] = {}  # problem identity -> the clusters that report it
+    first: dict[str, Problem] = {}
+    runs: dict[tuple[str, str], list[str]] = {}  # job (file, name) -> the clusters it runs on
+    for cluster in overlays:
+        if not cluster.profile_file:
+            continue
+        try:
+            profile = pipeline.load_profile(str(root / cluster.profile_file))
+        except InvalidInput as err:
+            found_problems = [_relative(p, root) for p in err.problems]
+        else:
+            mine, found_problems = pipeline.for_cluster(found, profile)
+            for intent in mine:
+                runs.setdefault((intent.file, intent.name), []).append(cluster.overlay)
+            if mine:
+                found_problems += pipeline.expand(mine, profile).problems
+            elif whole and not profile.allow_no_jobs:
+                found_problems.append(dataclasses.replace(
+                    pipeline.no_jobs(0, len(found), profile.name), file=cluster.profile_file))
+        for problem in map(lambda p: _relative(p, root), found_problems):
+            key = problem.format()
+            first.setdefault(key, problem)
+            clusters_of.setdefault(key, []).append(cluster.overlay)
+    result = []
+    for key, problem in first.items():
+        named = clusters_of[key]
+        job_clusters = runs.get((problem.file, problem.ref.name if problem.ref else ""), [])
+        said = any(f"'{name}'" in problem.message for name in named)  # capacity messages name the profile
+        if name_clusters and len(overlays) > 1 and job_clusters and set(named) != set(job_clusters) and not said:
+            problem = dataclasses.replace(problem, message=f"{problem.message} (on {', '.join(named)})")
+        result.append(problem)
+    return result
+
+
+def _relative(problem: Problem, root: Path) -> Problem:
+    if problem.file and Path(problem.file).is_absolute():
+        try:
+            return dataclasses.replace(problem, file=Path(problem.file).relative_to(root).as_posix())
+        except ValueError:
+            pass
+    return problem
