@@ -42,9 +42,10 @@ def check(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> list[P
     if missing:
         shown = "; ".join(f"{job.key} ({job.where})" for job in missing)
         problems.append(Problem(
-            f"{len(missing)} of the {len(jobs)} job(s) of jobs/ that run on this cluster are missing from the "
-            f"build: {shown}. A job leaves a cluster only when its file is deleted or its spec.clusters no longer "
-            "names it: check that jobs/kustomization.yaml lists it and that no patch of this overlay deletes it",
+            f"{len(missing)} of the {len(jobs)} job(s) in jobs/ are missing from the build (counting the jobs that "
+            f"run on this cluster): {shown}. A job leaves a cluster only when its file is deleted or its "
+            "spec.clusters no longer names it: check that jobs/kustomization.yaml lists it and that no patch of "
+            "this overlay deletes it",
             file=overlay))
     problems += _namespace_problems(objects, jobs, namespaces, overlay)
     return problems

@@ -131,13 +131,28 @@ def no_job_left(root: Path, cluster: Cluster, namespace: str) -> Problem:
         "what it still runs", "destinations", file=project_file or "argocd/base/project.yaml", line=line)
 
 
-def shared_model_dirs(jobs: list[tree.JobFile], found: list[Cluster],
-                      built: dict[str, list[dict] | None]) -> list[Problem]:
+def shared_model_dirs(jobs: list[tree.JobFile], found: list[Cluster], built: dict[str, list[dict] | None],
+                      as_built=None) -> list[Problem]:
     """A job that runs on two clusters with one spec.training.modelDir: two trainings, one checkpoint folder.
 
-    `built`: per overlay, its intents as the overlay patched them (None: not known, the job file's value
-    counts), so an overlay that patches modelDir for its cluster is the documented way out.
+    `built`: per overlay, its intents as the overlay patched them, so an overlay that patches modelDir
+    for its cluster is the documented way out. Where a build did not keep them (None, or an overlay not
+    built), `as_built(overlay)` is asked, only for a job the files alone would refuse; without it, or when
+    it has no answer, the job file's value counts.
     """
+    written: dict[str, list[str]] = {}
+    for job in jobs:
+        if job.model_dir:
+            for cluster in found:
+                if cluster.runs(job):
+                    written.setdefault(f"{job.key}={job.model_dir}", []).append(cluster.overlay)
+    suspects = {overlay for overlays in written.values() if len(overlays) > 1 for overlay in overlays}
+    if not suspects:
+        return []
+    built = dict(built)
+    for overlay in sorted(suspects):
+        if built.get(overlay) is None and as_built is not None:
+            built[overlay] = as_built(overlay)
     patched: dict[tuple[str, str], str] = {}
     for overlay, data in built.items():
         for document in data or []:

@@ -1,4 +1,4 @@
-"""`tfjobgen hydrate`, `tfjobgen build` and `tfjobgen diff`, registered with the CLI (cli.FEATURE_COMMANDS).
+"""`tfjobgen hydrate`, `build`, `diff` and `init`, registered with the CLI (cli.FEATURE_COMMANDS).
 
 Nothing here imports more than argparse until a command runs.
 """
@@ -42,6 +42,26 @@ def register(commands) -> None:
                       help="skip placing the added and changed jobs on a local cluster of each overlay's profile "
                            "(on by default when `make cluster-tools` has built its programs)")
     diff.set_defaults(run=_diff)
+
+    init = commands.add_parser(
+        "init", help="write a new jobs-only repository for a team (overlays, jobs/, pipeline, Argo CD objects)",
+        description="Write a jobs repository into DIR (new or empty): an overlay and ClusterProfile per cluster, "
+                    "jobs/ with one example, the jobs pipeline, the Argo CD objects, pre-commit, tfjobgen pinned "
+                    "in requirements.txt, and rendered/ already current. Asks for what the flags leave out when "
+                    "run in a terminal.")
+    init.add_argument("folder", metavar="DIR", help="where the repository goes (absent or empty)")
+    init.add_argument("--cluster", action="append", default=[], metavar="NAME:CPU:MEMORY[:RESERVED]",
+                      help="a cluster and its servers, such as prod-64c:64:512Gi:2 (repeat for each cluster)")
+    init.add_argument("--namespace", metavar="TEAM", help="the team's namespace, where its jobs run")
+    init.add_argument("--registry", default="", metavar="REGISTRY/PATH",
+                      help="where the team's images live, such as harbor.corp.example/ml")
+    init.add_argument("--monitoring-namespace", default="", metavar="NAMESPACE",
+                      help="the Prometheus Operator's namespace (leave out: no monitoring objects)")
+    init.add_argument("--kubernetes", default="1.30", metavar="1.N",
+                      help="the oldest Kubernetes minor release the clusters run (default: 1.30)")
+    init.add_argument("--repo-url", default="https://git.example.com/your-team/training-jobs.git",
+                      help="where Argo CD reads the new repository")
+    init.set_defaults(run=_init)
 
 
 def _hydrate(args) -> int:
@@ -95,3 +115,42 @@ def _diff(args) -> int:
     except (build.ToolMissing, tree.GitError) as err:
         print(f"tfjobgen diff: {err}", file=sys.stderr)
         return 2
+
+
+def _init(args) -> int:
+    from pathlib import Path
+
+    from . import scaffold
+
+    try:
+        clusters = [scaffold.parse_cluster(text) for text in args.cluster or _ask(
+            "clusters, as NAME:CPU:MEMORY[:RESERVED] separated by spaces (such as prod-64c:64:512Gi:2)", "--cluster"
+        ).split()]
+        namespace = args.namespace or _ask("the team's namespace (such as ranking)", "--namespace")
+        answers = scaffold.Answers(tuple(clusters), namespace, args.registry, args.monitoring_namespace,
+                                   args.kubernetes, args.repo_url)
+        problems = scaffold.run(Path(args.folder), answers)
+    except scaffold.InitError as err:
+        print(f"tfjobgen init: {err}", file=sys.stderr)
+        return 1
+    for problem in problems:
+        print(problem.format(), file=sys.stderr)
+    if any(p.is_error for p in problems):
+        print("tfjobgen init: the new repository does not build (above); nothing was written", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _ask(question: str, flag: str) -> str:
+    """An answer typed in a terminal; without one, the flag that gives it."""
+    from . import scaffold
+
+    if not sys.stdin.isatty():
+        raise scaffold.InitError(f"{flag} is missing (and there is no terminal to ask in)")
+    try:
+        answer = input(f"{question}: ").strip()
+    except EOFError:
+        answer = ""
+    if not answer:
+        raise scaffold.InitError(f"no answer for {flag}")
+    return answer

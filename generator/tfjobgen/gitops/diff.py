@@ -75,7 +75,8 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bo
                                 placement_of(root, overlay, new, keys, head.intents.get(overlay)) if place else ""))
         for project in policy.projects(root):
             problems += policy.check(project, overlay, new)
-    problems += clusters.shared_model_dirs(head.jobs, clusters.read(root), head.intents)
+    problems += clusters.shared_model_dirs(head.jobs, clusters.read(root), head.intents,
+                                           lambda overlay: build.intents_as_built(root, overlay))
     problems += output_problems(base, head, crd_dir)
     return Report(base.label, head.label, sections, _dedupe(problems))
 

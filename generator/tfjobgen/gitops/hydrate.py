@@ -82,7 +82,8 @@ def delivered(root: Path, overlays: list[str], selection: build.Selection = buil
     builds = build.build_overlays(root, overlays, selection)
     if readable and selection == build.EVERYTHING:
         problems += clusters.shared_model_dirs(every_job, list(routes.values()),
-                                               {name: builds[name].intents for name in overlays})
+                                               {name: builds[name].intents for name in overlays},
+                                               lambda overlay: build.intents_as_built(root, overlay))
     result: dict[str, list[dict]] = {}
     for overlay in overlays:
         built = builds[overlay]
