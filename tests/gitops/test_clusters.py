@@ -76,6 +76,16 @@ def write_job(repo: Path, name: str, namespace: str = "ranking", ps_cpu: int = 8
     return path
 
 
+def write_profile(repo: Path, name: str, namespaces: str, extra: str = "") -> None:
+    folder = repo / "overlays" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kustomization.yaml").write_text(OVERLAY)
+    text = PROFILE.format(name=name, cpu=CLUSTERS[name][0], namespaces=namespaces)
+    if not namespaces:  # every namespace
+        text = text.replace("  namespaces: []\n", "")
+    (folder / "cluster-profile.yaml").write_text(text + extra)
+
+
 def write_project(repo: Path, destinations=DESTINATIONS) -> None:
     (repo / "argocd" / "base").mkdir(parents=True, exist_ok=True)
     (repo / "argocd" / "base" / "project.yaml").write_text(PROJECT.format(destinations="".join(
@@ -85,11 +95,8 @@ def write_project(repo: Path, destinations=DESTINATIONS) -> None:
 @pytest.fixture
 def repo(tmp_path, monkeypatch) -> Path:
     """The team's repository, with one ranking job and one ml job; the working directory is its root."""
-    for name, (cpu, namespaces) in CLUSTERS.items():
-        folder = tmp_path / "overlays" / name
-        folder.mkdir(parents=True)
-        (folder / "kustomization.yaml").write_text(OVERLAY)
-        (folder / "cluster-profile.yaml").write_text(PROFILE.format(name=name, cpu=cpu, namespaces=namespaces))
+    for name, (_, namespaces) in CLUSTERS.items():
+        write_profile(tmp_path, name, namespaces)
     (tmp_path / "jobs").mkdir()
     write_job(tmp_path, "ctr", "ranking", ps_cpu=40)  # 40 CPUs: fits big, not staging's 14
     write_job(tmp_path, "small", "ml")
@@ -172,6 +179,7 @@ def test_one_model_dir_on_two_clusters_is_refused_naming_both(repo, capsys):
         in output
     write_job(repo, "small", "ml", extra="  clusters: [staging]\n" + extra)  # one way out: one cluster
     write_project(repo, [("big", "ranking"), ("staging", "ml")])
+    write_profile(repo, "big", "ranking")
     code, output = run("hydrate", capsys=capsys)
     assert code == 0, output
     assert rendered(repo) == ["big/ranking/ctr.yaml", "staging/ml/small.yaml"]
@@ -200,11 +208,21 @@ def test_a_cluster_left_without_jobs_is_refused_unless_its_profile_allows_it(rep
     (repo / "jobs" / "small.yaml").unlink()
     write_job(repo, "ctr", "ranking", ps_cpu=40)
     write_project(repo, [("big", "ranking")])
+    write_profile(repo, "big", "ranking")
+    write_profile(repo, "staging", "ranking")  # runs the team, but not its one job (too big, named elsewhere)
+    write_job(repo, "ctr", "ranking", ps_cpu=40, extra="  clusters: [big]\n")
     code, output = run("hydrate", capsys=capsys)
     assert code == 1
     assert "none of the 1 TrainingJob(s) of this build runs on cluster staging" in output
-    profile = repo / "overlays" / "staging" / "cluster-profile.yaml"
-    profile.write_text(profile.read_text() + "  allowNoJobs: true\n")
+    assert "cluster staging runs namespace ranking, but AppProject tfjobgen (argocd/base/project.yaml) has no " \
+        "destination {name: staging, namespace: ranking}" in output
+    write_profile(repo, "staging", "ranking", extra="  allowNoJobs: true\n")
+    write_project(repo, [("big", "ranking"), ("staging", "ranking")])
+    code, output = run("hydrate", capsys=capsys)
+    assert code == 1  # the destination (staging, ranking) would make an Application with nothing to sync
+    assert "no job of namespace ranking runs on cluster staging, but the AppProject still sends" in output
+    write_project(repo, [("big", "ranking")])
+    write_profile(repo, "staging", "", extra="  allowNoJobs: true\n")  # not in Argo CD yet: runs nothing
     code, output = run("hydrate", capsys=capsys)
     assert code == 0, output
     assert rendered(repo) == ["big/ranking/ctr.yaml"]

@@ -75,7 +75,7 @@ def jobs_on(jobs: list[tree.JobFile], cluster: Cluster) -> list[tree.JobFile]:
 def check(root: Path, jobs: list[tree.JobFile], found: list[Cluster]) -> list[Problem]:
     """Jobs that go to no cluster or to one that does not exist, and destinations no job uses (`jobs`: all
     of jobs/)."""
-    return check_jobs(jobs, found) + _unused_destinations(root, jobs, found)
+    return check_jobs(jobs, found) + _unused_destinations(root, jobs, found) + _undestined_namespaces(root, found)
 
 
 def check_jobs(jobs: list[tree.JobFile], found: list[Cluster]) -> list[Problem]:
@@ -112,6 +112,30 @@ def _unused_destinations(root: Path, jobs: list[tree.JobFile], found: list[Clust
     return problems
 
 
+def _undestined_namespaces(root: Path, found: list[Cluster]) -> list[Problem]:
+    """A namespace a profile runs that the AppProject does not send Argo CD to on that cluster."""
+    from fnmatch import fnmatchcase
+
+    from ..expand import pipeline
+
+    problems = []
+    for project in policy.projects(root):
+        for cluster in found:
+            if not cluster.namespaces or not cluster.profile_file:
+                continue
+            patterns = project.destinations(cluster.overlay)
+            for index, namespace in enumerate(cluster.namespaces):
+                if not any(fnmatchcase(namespace, p) for p in patterns):
+                    origin = pipeline.load_profile(str(root / cluster.profile_file)).origin
+                    problems.append(Problem(
+                        f"cluster {cluster.overlay} runs namespace {namespace}, but AppProject {project.name} "
+                        f"({project.file}) has no destination {{name: {cluster.overlay}, namespace: {namespace}}}, so "
+                        "Argo CD would refuse to sync its jobs: add that destination, or take the namespace out "
+                        "of this list", f"spec.namespaces[{index}]", file=cluster.profile_file,
+                        line=origin.line_of(f"spec.namespaces[{index}]")))
+    return problems
+
+
 def no_job_left(root: Path, cluster: Cluster, namespace: str) -> Problem:
     """A team with no job left on a cluster that the AppProject still sends it to: the one answer of
     `diff`, `hydrate` and `build` (the Argo CD plugin), placed at that destination."""
@@ -136,40 +160,34 @@ def shared_model_dirs(jobs: list[tree.JobFile], found: list[Cluster], built: dic
     """A job that runs on two clusters with one spec.training.modelDir: two trainings, one checkpoint folder.
 
     `built`: per overlay, its intents as the overlay patched them, so an overlay that patches modelDir
-    for its cluster is the documented way out. Where a build did not keep them (None, or an overlay not
-    built), `as_built(overlay)` is asked, only for a job the files alone would refuse; without it, or when
-    it has no answer, the job file's value counts.
+    for its cluster is the documented way out. A job a build did not keep (None, a build of some jobs
+    only, an overlay not built) is looked up with `as_built(overlay)`, only for a job the files alone
+    would refuse; without an answer, the job file's value counts.
     """
-    written: dict[str, list[str]] = {}
-    for job in jobs:
-        if job.model_dir:
-            for cluster in found:
-                if cluster.runs(job):
-                    written.setdefault(f"{job.key}={job.model_dir}", []).append(cluster.overlay)
-    suspects = {overlay for overlays in written.values() if len(overlays) > 1 for overlay in overlays}
-    if not suspects:
-        return []
-    built = dict(built)
-    for overlay in sorted(suspects):
-        if built.get(overlay) is None and as_built is not None:
-            built[overlay] = as_built(overlay)
-    patched: dict[tuple[str, str], str] = {}
-    for overlay, data in built.items():
+    def patched_values(data: list[dict] | None) -> dict[str, str]:
+        values = {}
         for document in data or []:
             spec = document.get("spec") if isinstance(document.get("spec"), dict) else {}
             training = spec.get("training") if isinstance(spec.get("training"), dict) else {}
             ref = intents.ref_of(document)
-            patched[(overlay, f"{ref.namespace}/{ref.name}")] = str(training.get("modelDir") or "")
+            values[f"{ref.namespace}/{ref.name}"] = str(training.get("modelDir") or "")
+        return values
+
+    known = {overlay: patched_values(data) for overlay, data in built.items()}
+    asked: set[str] = set()
     problems = []
     for job in jobs:
-        if not job.model_dir:
+        runs_on = [c.overlay for c in found if c.runs(job)]
+        if not job.model_dir or len(runs_on) < 2:
             continue
         where: dict[str, list[str]] = {}
-        for cluster in found:
-            if cluster.runs(job):
-                value = patched.get((cluster.overlay, job.key), job.model_dir)
-                if value:
-                    where.setdefault(value, []).append(cluster.overlay)
+        for overlay in runs_on:
+            if job.key not in known.get(overlay, {}) and as_built is not None and overlay not in asked:
+                asked.add(overlay)  # one kustomize run per overlay at most
+                known.setdefault(overlay, {}).update(patched_values(as_built(overlay)))
+            value = known.get(overlay, {}).get(job.key, job.model_dir)
+            if value:
+                where.setdefault(value, []).append(overlay)
         for value, overlays in sorted(where.items()):
             if len(overlays) > 1:
                 problems.append(Problem(

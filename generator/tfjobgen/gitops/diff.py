@@ -23,6 +23,7 @@ import json
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..expand import summary
@@ -31,6 +32,9 @@ from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
 from . import build, clusters, markdown, object_meta, policy, tree
 from .changes import Cluster, Report, compare
 from .sides import Side, affected_files, intent_problems, load_side, namespace_moves
+
+
+PLACEMENTS_AT_ONCE = 2  # local clusters started at once for the placement preview
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
@@ -47,6 +51,9 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bo
     head = load_side(root, _head_label(root), files)
     problems = list(head.problems) + intent_problems(root, files) + namespace_moves(base.jobs, head.jobs)
     sections = []
+    # Each cluster's placement starts a local cluster of its own (6 s or so): two at once, beside the rest.
+    pool = ThreadPoolExecutor(max_workers=PLACEMENTS_AT_ONCE)
+    placements = {}
     for overlay in sorted(set(base.overlays) | set(head.overlays)):
         old, new = base.objects.get(overlay, []), head.objects.get(overlay)
         if overlay not in head.overlays:
@@ -70,12 +77,18 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bo
         changes = compare(old, new)
         unchanged = len(summary.jobs(new)) - sum(c.change != "removed" for c in changes) + head.unbuilt
         keys = [c.key for c in changes if c.change != "removed"]
+        if place and keys:
+            placements[overlay] = pool.submit(placement_of, root, overlay, new, keys, head.intents.get(overlay))
         sections.append(Cluster(overlay, changes, unchanged, note,
-                                plans_of(root, overlay, head.jobs, keys, head.intents.get(overlay)),
-                                placement_of(root, overlay, new, keys, head.intents.get(overlay)) if place else ""))
+                                plans_of(root, overlay, head.jobs, keys, head.intents.get(overlay))))
         for project in policy.projects(root):
             problems += policy.check(project, overlay, new)
-    problems += clusters.shared_model_dirs(head.jobs, clusters.read(root), head.intents,
+    with pool:  # waits for every placement, each of which stops its own cluster, also on Ctrl-C
+        for section in sections:
+            if section.overlay in placements:
+                section.placement = placements[section.overlay].result()
+    changed = [job for job in head.jobs if files is None or job.file in files]  # the others were checked before
+    problems += clusters.shared_model_dirs(changed, clusters.read(root), head.intents,
                                            lambda overlay: build.intents_as_built(root, overlay))
     problems += output_problems(base, head, crd_dir)
     return Report(base.label, head.label, sections, _dedupe(problems))
@@ -93,7 +106,7 @@ def placement_of(root: Path, overlay: str, objects: list[dict], keys: list[str],
     if built is None:
         built = build.intents_as_built(root, overlay)
     intents_of_keys = [d for d in built or [] if f"{intents.ref_of(d).namespace}/{intents.ref_of(d).name}" in wanted]
-    return place.for_review(mine, intents_of_keys, _profile_file(root, overlay))
+    return place.for_review(mine, intents_of_keys, _profile_file(root, overlay), cluster=overlay)
 
 
 def _job_label(obj: dict) -> str:

@@ -52,8 +52,10 @@ class Project:
 
 
 def projects(root: Path) -> list[Project]:
-    """AppProjects defined under argocd/ (none when the folder is absent)."""
-    found = []
+    """The AppProjects under argocd/ that training Applications belong to: those the ApplicationSets'
+    templates name (argocd/bootstrap's project, which only keeps argocd/ synced, is not one), or every
+    AppProject when no ApplicationSet names one. None when the folder is absent."""
+    found, named = [], set()
     folder = root / ARGOCD
     if not folder.is_dir():
         return found
@@ -64,12 +66,16 @@ def projects(root: Path) -> list[Project]:
             continue
         for document in documents:
             data = document.data
+            if isinstance(data, dict) and data.get("kind") == "ApplicationSet":
+                template = ((data.get("spec") or {}).get("template") or {}).get("spec") or {}
+                if isinstance(template, dict) and isinstance(template.get("project"), str):
+                    named.add(template["project"])
             if isinstance(data, dict) and data.get("kind") == "AppProject" and isinstance(data.get("spec"), dict):
                 lines = {key.removeprefix("spec."): line for key, line in document.lines.items()
                          if key.startswith("spec.")}
                 found.append(Project(str((data.get("metadata") or {}).get("name", "")),
                                      path.relative_to(root).as_posix(), data["spec"], lines))
-    return found
+    return [project for project in found if not named or project.name in named]
 
 
 def check(project: Project, cluster: str, objects: list[dict]) -> list[Problem]:
