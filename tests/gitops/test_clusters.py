@@ -197,7 +197,7 @@ def test_the_last_job_of_a_team_on_a_cluster_gets_one_answer(repo, capsys):
         [line] = [line for line in output.splitlines() if "no job of namespace ranking" in line]
         answers.append(line)
     assert len(set(answers)) == 1, answers
-    assert answers[0].startswith("argocd/base/project.yaml:9: destinations: no job of namespace ranking runs on "
+    assert answers[0].startswith("argocd/base/project.yaml:9: spec.destinations[0]: no job of namespace ranking runs on "
                                  "cluster big")
     assert "remove that destination and ranking from overlays/big/cluster-profile.yaml's spec.namespaces" \
         in answers[0]

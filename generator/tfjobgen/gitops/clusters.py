@@ -139,11 +139,12 @@ def _undestined_namespaces(root: Path, found: list[Cluster]) -> list[Problem]:
 def no_job_left(root: Path, cluster: Cluster, namespace: str) -> Problem:
     """A team with no job left on a cluster that the AppProject still sends it to: the one answer of
     `diff`, `hydrate` and `build` (the Argo CD plugin), placed at that destination."""
-    project_file, line = "", 0
+    project_file, line, where = "", 0, "spec.destinations"
     for project in policy.projects(root):
         for index, pair in enumerate(project.destination_pairs()):
             if pair == (cluster.overlay, namespace) and not project_file:
                 project_file, line = project.file, project.line_of(f"destinations[{index}]")
+                where = f"spec.destinations[{index}]"
     listed = (f" and {namespace} from {cluster.profile_file}'s spec.namespaces"
               if cluster.namespaces and namespace in cluster.namespaces else "")
     return Problem(
@@ -152,7 +153,7 @@ def no_job_left(root: Path, cluster: Cluster, namespace: str) -> Problem:
         f"tfjobgen-{cluster.overlay}-{namespace} would get an empty set, which Argo CD refuses to sync "
         f"(allowEmpty: false), so retired jobs would keep running. In this pull request remove that destination"
         f"{listed}; after the merge, `argocd app delete tfjobgen-{cluster.overlay}-{namespace} --cascade` stops "
-        "what it still runs", "destinations", file=project_file or "argocd/base/project.yaml", line=line)
+        "what it still runs", where, file=project_file or "argocd/base/project.yaml", line=line)
 
 
 def shared_model_dirs(jobs: list[tree.JobFile], found: list[Cluster], built: dict[str, list[dict] | None],
