@@ -7,9 +7,11 @@ the repository can:
 - a destination of the AppProject that no job uses any more: a team's last job on a cluster was
   removed, and its Application would get an empty set (`no_job_left`, the one answer `diff`,
   `hydrate` and `build` give);
+- a namespace a profile runs that the AppProject does not let Argo CD sync there;
 - one job on two clusters writing one checkpoint directory (`shared_model_dirs`).
 
-`validate`, `hydrate`, `build` and `diff` all ask here.
+`validate` also checks each job against the profile of every cluster it runs on here (`validate`);
+`hydrate`, `build` and `diff` ask the rest.
 """
 
 from __future__ import annotations
