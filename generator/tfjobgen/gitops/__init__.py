@@ -16,7 +16,8 @@
     markdown.py  and the report as the pull-request comment
     crds.py      validating custom resources against upstream CRD schemas
     policy.py    what Argo CD's AppProject would refuse (namespaces, kinds), found before the merge
-    command.py   the commands (hydrate, build, diff), registered with the `tfjobgen` CLI
+    scaffold.py  `tfjobgen init DIR`: a team's new jobs repository, green on its first commit
+    command.py   the commands (hydrate, build, diff, init), registered with the `tfjobgen` CLI
 
 The Argo CD config management plugin (argocd/plugin/plugin.yaml) runs
 `tfjobgen build overlays/<cluster> --namespace <team>`, and `tfjobgen hydrate`
