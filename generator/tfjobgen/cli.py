@@ -71,7 +71,7 @@ def cmd_validate(args) -> int:
         profile = pipeline.load_profile(args.profile)
         problems += pipeline.expand(found, profile).problems  # exactly what the KRM function checks
         against = f"against {args.profile}" if args.profile else "against the embedded default profile"
-    problems += intents.unlisted(args.paths)
+    problems += intents.unlisted(args.paths) + intents.missing_listed(args.paths)
     problems = list(dict.fromkeys(problems))
     _print_problems(sorted(problems, key=lambda p: (p.file, p.line, p.field)))
     errors = sum(p.is_error for p in problems)
