@@ -182,8 +182,8 @@ def _described(value) -> str:
 def _profile_from_function_config(config) -> ClusterProfile:
     """The ClusterProfile in functionConfig; none (or kpt's empty placeholder ConfigMap) means the default."""
     if config is not None and not isinstance(config, dict):
-        raise InvalidInput([Problem(f"functionConfig is {_described(config)}; it must be a ClusterProfile (a mapping with "
-                                    f"apiVersion and kind), or left out for the embedded default profile")])
+        raise InvalidInput([Problem(f"functionConfig is {_described(config)}; it must be a ClusterProfile (a mapping "
+                                    "with apiVersion and kind), or left out for the embedded default profile")])
     if not config or (config.get("kind") == "ConfigMap" and not config.get("data")):
         return pipeline.load_profile(None)
     if config.get("kind") == "ConfigMap":

@@ -191,8 +191,9 @@ def missing_listed(paths: list[str]) -> list[Problem]:
                     continue
                 at = f"{key}[{index}]"
                 problems.append(Problem(
-                    f"'{entry}' is not there, so every overlay's build that includes {os.path.normpath(folder)} fails: restore the "
-                    "file, or remove this line", at, file=kustomization, line=documents[0].line_of(at)))
+                    f"'{entry}' is not there, so every overlay's build that includes {os.path.normpath(folder)} "
+                    "fails: restore the file, or remove this line", at, file=kustomization,
+                    line=documents[0].line_of(at)))
     return problems
 
 
