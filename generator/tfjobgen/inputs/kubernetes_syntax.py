@@ -200,11 +200,9 @@ def config_map_key_problem(key: str) -> str:
     return ""
 
 
-def field_path_problem(api_version: str, path: str) -> str:
+def field_path_problem(path: str) -> str:
     """What keeps env from reading pod field `path` (validateObjectFieldSelector with env's paths), "" when it
     can."""
-    if api_version != "v1":
-        return f"apiVersion '{api_version}' is not supported: leave it out (v1)"
     if not path:
         return f"fieldPath is empty: name a field, one of {', '.join(ENV_FIELD_PATHS)}"
     body, subscript = _subscripted(path)
@@ -292,16 +290,19 @@ def check_value_from(value_from: dict, *at: str | int) -> list[Problem]:
             elif dns_subdomain_problem(name):
                 problems.append(Problem(f"{kind} name '{name}' is not a DNS subdomain: {dns_subdomain_problem(name)}",
                                         field_path(*where, "name")))
-            wrong = config_map_key_problem(key)
             if not key:
                 problems.append(Problem(f"name the key of the {kind} to read", field_path(*where, "key")))
-            elif wrong:
-                problems.append(Problem(f"key '{key}' is not valid: {wrong}", field_path(*where, "key")))
+            elif config_map_key_problem(key):
+                problems.append(Problem(f"key '{key}' is not valid: {config_map_key_problem(key)}",
+                                        field_path(*where, "key")))
         elif source == "fieldRef":
-            wrong = field_path_problem(selector.get("apiVersion", "v1") or "v1", selector.get("fieldPath", ""))
-            if wrong:
-                problems.append(Problem(wrong, field_path(*where, "apiVersion" if wrong.startswith("apiVersion")
-                                                          else "fieldPath")))
+            api_version = selector.get("apiVersion") or "v1"  # the API server's default
+            wrong = field_path_problem(selector.get("fieldPath", ""))
+            if api_version != "v1":
+                problems.append(Problem(f"apiVersion '{api_version}' is not one the downward API reads: leave it "
+                                        "out (v1)", field_path(*where, "apiVersion")))
+            elif wrong:
+                problems.append(Problem(wrong, field_path(*where, "fieldPath")))
         elif source == "resourceFieldRef":
             resource = selector.get("resource", "")
             wrong = resource_problem(resource)
