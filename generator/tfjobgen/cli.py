@@ -71,7 +71,7 @@ def cmd_validate(args) -> int:
         profile = pipeline.load_profile(args.profile)
         problems += pipeline.expand(found, profile).problems  # exactly what the KRM function checks
         against = f"against {args.profile}" if args.profile else "against the embedded default profile"
-    problems += intents.unlisted(args.paths)
+    problems += intents.unlisted(args.paths) + intents.missing_listed(args.paths)
     problems = list(dict.fromkeys(problems))
     _print_problems(sorted(problems, key=lambda p: (p.file, p.line, p.field)))
     errors = sum(p.is_error for p in problems)
@@ -125,7 +125,7 @@ def cmd_krm(args) -> int:
 
 def cmd_summary(args) -> int:
     from .expand import summary
-    from .inputs import source
+    from .inputs import intents, source
     from .inputs.problems import InvalidInput
 
     name = "<stdin>" if args.file == "-" else args.file
@@ -133,8 +133,12 @@ def cmd_summary(args) -> int:
         text = (source.read_stream(sys.stdin.buffer, name) if args.file == "-"
                 else source.read_text(args.file, source.MAX_STREAM_BYTES))
         objects = [d for d in source.parse_stream(text, name) if isinstance(d, dict)]
+        unrendered = summary.intents_given(text, name) if any(intents.kind_of(o) != "other" for o in objects) else []
     except InvalidInput as err:
         _print_problems(err.problems)
+        return EXIT_INVALID
+    if unrendered:
+        _print_problems(unrendered)
         return EXIT_INVALID
     summaries = summary.jobs(objects)
     print(summary.table_of(summaries))

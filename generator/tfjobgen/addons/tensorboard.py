@@ -42,6 +42,10 @@ def check(job: TrainingJob, profile) -> list[Problem]:
     wrong = container.string_problem(directory, at)  # TensorBoard's --logdir
     if wrong:
         return [wrong]
+    if directory.startswith("-"):  # before the storage rule: this is no path at all, to TensorBoard
+        return [Problem(f"'{directory}' starts with '-', so TensorBoard reads it as an option of its own, not as "
+                        "the directory after --logdir (which is then left without one, and TensorBoard does not "
+                        "start): give the directory its summaries are in, such as gs://bucket/runs/job", at)]
     if not contract.is_shared_storage(directory):
         return [Problem(f"'{directory}' is inside the training pods' own storage, which TensorBoard's pod cannot "
                         "read: use storage every pod reaches (gs://, s3://, hdfs://)", at)]

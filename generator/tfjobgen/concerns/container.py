@@ -21,8 +21,59 @@ from .names import Naming
 # the pod's pull credentials being checked, and a moved tag is noticed. Layers already on the node are
 # not downloaded again, so a restart costs one manifest request (checkov CKV_K8S_15).
 PULL_POLICY = "Always"
-_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "yash"}
+# Options that take the next argument as their value: env's (GNU coreutils, busybox), and a shell's (-o pipefail,
+# bash's -O shopt and its long ones): the value is not where a script or -c could be.
+_ENV_VALUED = {"-u", "--unset", "-C", "--chdir"}
+_SHELL_VALUED = {"--rcfile", "--init-file"}
 _SHELL_SYNTAX = re.compile(r"[;&|`$<>(){}\n*?~]|\s")
+
+
+def shell_string(argv: list[str]) -> tuple[list[str], bool]:
+    """The words of `argv` up to the one that makes a shell run a string of code (`bash -xc`, `env sh -c`,
+    `busybox ash -c`), or env split a string into a command line (`env -S '...'`: True), and which of the two;
+    [] when it runs a program or a script file. A shell is known by its program's name, wherever it lives
+    (/bin/bash); its -c may be in a cluster of flags (-xc, -ec, -lc); a -c after the script's name is the
+    script's own argument."""
+    i = 0
+    while i < len(argv) and _program(argv[i]) == "env":  # env [OPTION]... [NAME=VALUE]... PROGRAM [ARG]...
+        i += 1
+        while i < len(argv):
+            word, short = argv[i], _short_options(argv[i])
+            if word == "--":
+                i += 1
+                break
+            if word.startswith("--split-string") or "S" in short:
+                return argv[:i + 1], True  # env -S splits its argument into words itself, as a shell would
+            if word in _ENV_VALUED or short[-1:] in ("u", "C") and len(short) > 1:
+                i += 2  # -u NAME, -C DIR (a value joined to its option, -uHOME, is one word)
+            elif word.startswith("-") or "=" in word[1:]:
+                i += 1
+            else:
+                break
+    if i < len(argv) and _program(argv[i]) == "busybox":  # busybox APPLET [ARG]...
+        i += 1
+    if i >= len(argv) or _program(argv[i]) not in _SHELLS:
+        return [], False
+    j = i + 1
+    while j < len(argv):  # the shell's options, up to its script's name (or --)
+        word = argv[j]
+        if word == "--" or word[:1] not in ("-", "+") or word in ("-", "+"):
+            return [], False
+        short = _short_options(word) or (word[1:] if word[:1] == "+" else "")
+        if "c" in _short_options(word):
+            return argv[:j + 1], False
+        j += 2 if word in _SHELL_VALUED or short[-1:] in ("o", "O") else 1  # -o pipefail: the value follows
+    return [], False
+
+
+def _short_options(word: str) -> str:
+    """The letters of a cluster of short options ("-xc" -> "xc"), "" for any other word."""
+    return word[1:] if word[:1] == "-" and word[1:2] not in ("", "-") else ""
+
+
+def _program(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
 
 
 # Linux's MAX_ARG_STRLEN: 32 pages (4 KiB each) for one argv or environment string, its NUL included; execve
@@ -156,10 +207,15 @@ def _check_strings(job: TrainingJob) -> list[Problem]:
 def _check_shell(job: TrainingJob) -> list[Problem]:
     if job.command is None:
         return []
-    program = job.command[0].rsplit("/", 1)[-1]
-    if program in _SHELLS and any(arg in ("-c", "-lc", "-ec") for arg in job.command[1:] + job.args):
+    words, split = shell_string(list(job.command) + list(job.args))
+    if split:
         return [Problem(
-            f"'{job.command[0]} -c' runs its argument as shell code; tfjobgen only runs argument lists: "
+            f"'{' '.join(words)}' runs its argument as a command line, split as a shell splits it; tfjobgen only "
+            "runs argument lists: write the program and its arguments as list items, e.g. [python, train.py, "
+            "--steps, '100']", "spec.command")]
+    if words:
+        return [Problem(
+            f"'{' '.join(words)}' runs its argument as shell code; tfjobgen only runs argument lists: "
             "write the program and its arguments as list items, e.g. [python, train.py, --steps, '100']",
             "spec.command")]
     if _SHELL_SYNTAX.search(job.command[0]):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 
+from ..inputs import kubernetes_syntax
 from ..inputs.problems import WARNING, Problem, field_path
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
@@ -276,6 +277,8 @@ def _check_env(job: TrainingJob) -> list[Problem]:
             if name == "GRPC_FAIL_FAST" and entry.get("value", "").lower() == "false":
                 problems.append(Problem("GRPC_FAIL_FAST=false makes the TF2 coordinator hang after a worker "
                                         "dies; leave it unset", at, severity=WARNING))
+            if "valueFrom" in entry:  # what the API server would refuse in every pod, and the sync with it
+                problems += kubernetes_syntax.check_value_from(entry["valueFrom"], *where, i, "valueFrom")
     return problems
 
 

@@ -100,6 +100,13 @@ def check_profile(profile: ClusterProfile) -> list[Problem]:
         problems.append(Problem(f"topology-aware scheduling is Kueue's, and this profile's gang scheduler is "
                                 f"{gang.scheduler}: set spec.gang.scheduler to {aware}, or leave topologyAware out",
                                 "spec.gang.topologyAware"))
+    classes = profile.priority_classes
+    if chosen.one_priority and classes.get("ps") and classes.get("worker"):  # topology.priority_class
+        problems.append(Problem(
+            f"under spec.gang.scheduler {chosen.name} every pod of a job runs at the PS's class, {classes['ps']} "
+            "(the scheduler refuses a group whose pods' priorities differ), so this class is not used: a job's "
+            "workers preempt as its PS do. Remove worker, or pick a gang scheduler that keeps both classes",
+            "spec.priorityClasses.worker", severity=WARNING))
     if chosen.queue_required and not gang.queue:
         problems.append(Problem(f"{chosen.name} admits a job only through {chosen.queue}: name it in spec.gang.queue",
                                 "spec.gang.queue"))

@@ -30,6 +30,7 @@ from ..concerns import labels
 from ..inputs import intents, source
 from ..inputs.intents import Intent
 from ..inputs.problems import ERROR, InvalidInput, Problem, has_errors, visible
+from ..inputs.profile import KIND as PROFILE_KIND
 from ..inputs.profile import ClusterProfile
 from . import emit, pipeline
 
@@ -171,18 +172,29 @@ def _report(problems: list[Problem], stderr=None) -> None:
         print(f"tfjobgen: {errors} error(s); nothing was generated", file=stderr)
 
 
+def _described(value) -> str:
+    """What a value that is no mapping is, for a message: "a list", "null", "the text 'x'"."""
+    return ("null" if value is None else "a list" if isinstance(value, list) else "true/false"
+            if isinstance(value, bool) else "a number" if isinstance(value, (int, float))
+            else f"the text {str(value)[:40]!r}")
+
+
 def _profile_from_function_config(config) -> ClusterProfile:
     """The ClusterProfile in functionConfig; none (or kpt's empty placeholder ConfigMap) means the default."""
     if config is not None and not isinstance(config, dict):
-        what = ("a list" if isinstance(config, list) else "true/false" if isinstance(config, bool)
-                else "a number" if isinstance(config, (int, float)) else f"the text {str(config)[:40]!r}")
-        raise InvalidInput([Problem(f"functionConfig is {what}; it must be a ClusterProfile (a mapping with "
-                                    f"apiVersion and kind), or left out for the embedded default profile")])
+        raise InvalidInput([Problem(f"functionConfig is {_described(config)}; it must be a ClusterProfile (a mapping "
+                                    "with apiVersion and kind), or left out for the embedded default profile")])
     if not config or (config.get("kind") == "ConfigMap" and not config.get("data")):
         return pipeline.load_profile(None)
     if config.get("kind") == "ConfigMap":
         raise InvalidInput([Problem("the function config must be a ClusterProfile (kpt: --fn-config "
                                     "overlays/<cluster>/cluster-profile.yaml), not key=value arguments")])
+    if config.get("kind") != PROFILE_KIND:  # a job's fields judged as a profile's would call the job a profile
+        ref = intents.ref_of(config)
+        held = " ".join(part for part in (ref.kind or "a mapping without kind", ref.name) if part)
+        raise InvalidInput([Problem(f"the function config is {held}, not a {PROFILE_KIND}: give kpt --fn-config "
+                                    "the cluster's profile (overlays/<cluster>/cluster-profile.yaml); the jobs "
+                                    "are the package's resources", "functionConfig")])
     return pipeline.profile_from(config)
 
 
@@ -196,6 +208,12 @@ def run_resource_list(text: str, root: str, stderr=None) -> tuple[str, int]:
         items = resource_list.get("items") or []
         if not isinstance(items, list):
             raise InvalidInput([Problem("ResourceList.items must be a list")])
+        # Passed through, text or null would be written out by kustomize or kpt as if it were a resource.
+        strays = [Problem(f"is {_described(item)}; every item of a ResourceList is an object (a mapping with "
+                          "apiVersion, kind and metadata): remove it, or write the object it stands for", f"items[{i}]")
+                  for i, item in enumerate(items) if not isinstance(item, dict)]
+        if strays:
+            raise InvalidInput(strays)
         config = resource_list.get("functionConfig")
         profile = _profile_from_function_config(config)
     except InvalidInput as err:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .. import backends
 from ..concerns import labels
+from ..inputs.problems import Problem
 from ..kit import table
 from ..shared import contract
 
@@ -69,6 +70,26 @@ def summarize(job: backends.DecodedJob) -> JobSummary:
         summary.qos = "cpuset" if guaranteed else "shared"
     summary.roles = {r: summary.roles[r] for r in contract.ROLES if r in summary.roles}
     return summary
+
+
+def intents_given(text: str, name: str) -> list[Problem]:
+    """A problem per TrainingJob intent (or profile) in `text`: what one writes, which summary cannot describe
+    (it reads what a job renders to) and would have passed over, printing an empty table."""
+    from ..inputs import intents, source
+
+    found = []
+    for document in source.parse_documents(text, name):
+        kind = intents.kind_of(document.data)
+        if kind == "other":
+            continue
+        ref = intents.ref_of(document.data)
+        what = " ".join(part for part in (ref.kind, ref.name) if part)
+        shown = "-" if name == "<stdin>" else name
+        found.append(Problem(
+            f"{what} is {'an intent' if kind == 'intent' else 'a cluster profile'}, not rendered objects: summary "
+            f"describes what a job renders to; render it first: tfjobgen render {shown} | tfjobgen summary (or "
+            "kustomize build overlays/<cluster> | tfjobgen summary)", file=name, line=document.start_line))
+    return found
 
 
 def jobs(objects: list[dict]) -> list[JobSummary]:

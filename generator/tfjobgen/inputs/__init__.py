@@ -11,7 +11,7 @@
     routing            which clusters a job runs on (spec.clusters, the profile's spec.namespaces)
     quantity           Kubernetes quantities (CPU, memory) as exact numbers
     problems           Problem: file, line, field and message, for the CLI and the KRM results
-    kubernetes_syntax  Kubernetes' rules for label keys and values, DNS subdomains and tolerations
+    kubernetes_syntax  Kubernetes' rules for label keys and values, DNS subdomains, tolerations and env's valueFrom
     image_reference    image references as the kubelet parses them (distribution's grammar)
 
 Everything above reads inputs through here; nothing here imports anything above it

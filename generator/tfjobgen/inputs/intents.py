@@ -171,6 +171,32 @@ def unlisted(paths: list[str]) -> list[Problem]:
     return problems
 
 
+def missing_listed(paths: list[str]) -> list[Problem]:
+    """Entries a folder's kustomization lists (resources, components) that are not there: kustomize fails every
+    build that includes the folder, however valid the jobs that are there. The reverse of `unlisted`."""
+    problems = []
+    for folder in (p for p in paths if os.path.isdir(p)):
+        kustomization = kustomization_file(folder)
+        try:
+            documents = source.parse_documents(source.read_text(kustomization), kustomization) if kustomization \
+                else []
+        except InvalidInput:
+            continue  # kustomize says what is wrong with it; nothing here can be counted as listed
+        if not documents or not isinstance(documents[0].data, dict):
+            continue
+        for key in ("resources", "components"):
+            entries = documents[0].data.get(key)
+            for index, entry in enumerate(entries if isinstance(entries, list) else []):
+                if not isinstance(entry, str) or is_remote(entry) or os.path.lexists(os.path.join(folder, entry)):
+                    continue
+                at = f"{key}[{index}]"
+                problems.append(Problem(
+                    f"'{entry}' is not there, so every overlay's build that includes {os.path.normpath(folder)} "
+                    "fails: restore the file, or remove this line", at, file=kustomization,
+                    line=documents[0].line_of(at)))
+    return problems
+
+
 # ---- the rule of unique names --------------------------------------------------------------------
 
 class Named(Protocol):

@@ -8,6 +8,7 @@ them as `file:line: field: message`, the KRM function turns them into
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 ERROR = "error"
@@ -40,19 +41,57 @@ def invisible_characters(text: str) -> list[str]:
     return list(dict.fromkeys(c for c in text if _invisible(c)))
 
 
+# Letters of other scripts that look like a Latin letter (Unicode's confusables.txt, its common Cyrillic and Greek
+# entries): a word of these alone reads as a Latin word ("асе"), though no Kubernetes name accepts it.
+_LOOKALIKES = dict(zip(
+    "аеорсухіјѕԁһӏԛԝкАВЕКМНОРСТХІЈЅУαονριυχκΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdhlqwkABEKMHOPCTXIJSYaovpiuxkABEZHIKMNOPTYX"))
+_WORD = re.compile(r"[\w.-]+")
+
+
+def _script(char: str) -> str:
+    """A letter's script, as the first word of its Unicode name says it (LATIN, CYRILLIC, GREEK, ...)."""
+    import unicodedata
+
+    return unicodedata.name(char, "").partition(" ")[0]
+
+
+def confusable_characters(text: str) -> list[str]:
+    """The distinct letters of `text`, in order, that make a word read as Latin when it is not: a letter of
+    another script in a word with Latin letters (mixed scripts, as in "w\\u0456de"), and a word made only of
+    lookalikes of Latin letters (UTS #39's mixed-script and whole-script confusables)."""
+    if text.isascii():
+        return []
+    found = []
+    for word in _WORD.findall(text):
+        others = [c for c in word if c.isalpha() and not c.isascii() and _script(c) != "LATIN"]
+        if others and (any(c.isascii() and c.isalpha() for c in word) or all(c in _LOOKALIKES for c in others)):
+            found += others
+    return list(dict.fromkeys(found))
+
+
+def _escaped(char: str) -> str:
+    return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}.get(char) or (
+        f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
+
+
 def visible(text: str) -> str:
     """`text` with each invisible character escaped (\\u200b, \\t) and named once at the end, so a message
-    shows what is there: "ok\\u200b" (\\u200b is U+200B ZERO WIDTH SPACE, which cannot be seen)."""
-    found = invisible_characters(text)
-    if not found:
+    shows what is there: "ok\\u200b" (\\u200b is U+200B ZERO WIDTH SPACE, which cannot be seen); and so is each
+    letter that passes for a Latin one (confusable_characters), with its script."""
+    hidden, lookalike = invisible_characters(text), confusable_characters(text)
+    if not hidden and not lookalike:
         return text
-    def escaped(char: str) -> str:
-        return {"\t": "\\t", "\n": "\\n", "\r": "\\r"}.get(char) or (
-            f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
-
-    shown = "".join(escaped(c) if c in found else c for c in text)
-    names = "; ".join(f"{escaped(c)} is U+{ord(c):04X} {character_name(c)}" for c in found)
-    return f"{shown} ({names}, which cannot be seen)"
+    shown = "".join(_escaped(c) if c in hidden or c in lookalike else c for c in text)
+    said = []
+    if hidden:
+        said.append("; ".join(f"{_escaped(c)} is U+{ord(c):04X} {character_name(c)}" for c in hidden)
+                    + ", which cannot be seen")
+    for char in lookalike:
+        script = _script(char).capitalize()
+        looks = f"that looks like Latin '{_LOOKALIKES[char]}'" if char in _LOOKALIKES else "among Latin ones"
+        said.append(f"{_escaped(char)} is U+{ord(char):04X} {character_name(char)}, a {script} letter {looks}")
+    return f"{shown} ({'; '.join(said)})"
 
 
 @dataclass(frozen=True)

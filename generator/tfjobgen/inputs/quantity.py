@@ -52,8 +52,25 @@ def memory_text(value: int | float | str) -> str:
     return str(value)
 
 
+# Beyond these a quantity is shown by its order of magnitude: Kubernetes parses 1e1000 (no node holds it), and
+# written out in full it would be a line of a thousand digits (past 4,300, Python refuses to write it at all).
+_SHOWN_IN_FULL = {"bytes": Fraction(2**70), "cpu": Fraction(10**15)}
+
+
+def magnitude(amount: Fraction) -> str:
+    """A huge amount in three digits and a power of ten: 1e1000, 8.67e981."""
+    whole = math.floor(amount)
+    exponent = int(math.log10(whole))  # a float's rounding may be one off either way at a power of ten
+    exponent += (10 ** (exponent + 1) <= whole) - (10 ** exponent > whole)
+    digits = str(whole // 10 ** (exponent - 2)) if exponent >= 2 else str(whole).ljust(3, "0")
+    mantissa = f"{digits[0]}.{digits[1:]}".rstrip("0").rstrip(".")
+    return f"{mantissa}e{exponent}"
+
+
 def describe_bytes(amount: Fraction) -> str:
     """4294967296 -> "4Gi", for messages."""
+    if amount >= _SHOWN_IN_FULL["bytes"]:
+        return f"about {magnitude(amount)} bytes"
     for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
         unit = _SUFFIX[suffix]
         if amount >= unit and (amount / unit).denominator == 1:
@@ -65,4 +82,6 @@ def describe_bytes(amount: Fraction) -> str:
 
 
 def describe_cpu(cores: Fraction) -> str:
+    if cores >= _SHOWN_IN_FULL["cpu"]:
+        return f"about {magnitude(cores)}"
     return cpu_text(cores) if cores.denominator == 1 else f"{float(cores):g}"
