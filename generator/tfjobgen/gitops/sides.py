@@ -127,7 +127,7 @@ def intent_problems(root: Path, files: frozenset[str] | None = None) -> list[Pro
     problems += [p for p in clusters.validate(root, found, overlays, whole=False, name_clusters=False)
                  if not (p.ref and p.ref.kind == pipeline.PROFILE_KIND)] if found else []
     problems += clusters.check(root, [tree.job_file(intent) for intent in every], overlays)
-    problems += intents.unlisted([str(folder)])
+    problems += intents.unlisted([str(folder)]) + intents.missing_listed([str(folder)])
     return [dataclasses.replace(p, file=Path(p.file).relative_to(root).as_posix())
             if Path(p.file).is_absolute() else p for p in problems]
 
