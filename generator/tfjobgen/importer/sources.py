@@ -19,6 +19,7 @@ from ..inputs.problems import field_path
 KUBEFLOW = "kubeflow.org"
 TFJOB_VERSIONS = ("v1", "v1beta2", "v1beta1", "v1alpha2", "v1alpha1")
 VOLCANO = "batch.volcano.sh/v1alpha1"
+TFJOB = "TFJob"  # the source kind; spelled TfJob by tensorflow.org's older one
 
 # TFJob replica types (any case) and the tfjobgen role each becomes. Master is the chief's older name
 # (v1alpha1's MASTER, v1's Master), which the training operator treats as the chief.
@@ -97,7 +98,7 @@ def is_candidate(data: Any) -> bool:
     if not isinstance(data, dict):
         return False
     kind, api = str(data.get("kind", "")), str(data.get("apiVersion", ""))
-    return kind.lower() == "tfjob" or (kind == "Job" and api == VOLCANO) or kind == "Experiment"
+    return kind.lower() == TFJOB.lower() or (kind == "Job" and api == VOLCANO) or kind == "Experiment"
 
 
 def read(data: dict) -> Source | Refusal:
@@ -109,14 +110,14 @@ def read(data: dict) -> Source | Refusal:
     if kind == "Experiment":
         return Refusal("kind", f"a Katib Experiment: its trialTemplate is a template filled in per trial "
                                "(${trialParameters.*}); import the TFJob one trial ran (kubectl get tfjob -o yaml)")
-    if kind.lower() != "tfjob":
+    if kind.lower() != TFJOB.lower():
         return Refusal("kind", f"{what(data)} is not a job import reads: it reads Kubeflow TFJobs "
                                f"({KUBEFLOW}/{', '.join(TFJOB_VERSIONS)}) and Volcano Jobs ({VOLCANO})")
     if group != KUBEFLOW or version not in TFJOB_VERSIONS:
         return Refusal("apiVersion", f"{api!r} is not a Kubeflow TFJob API import reads ({KUBEFLOW}/"
                                      f"{', '.join(TFJOB_VERSIONS)}); a fork's TFJob (KubeDL, PAI) or tensorflow.org's "
                                      "TfJob: rewrite it as kubeflow.org/v1 and import that")
-    if kind != "TFJob":
+    if kind != TFJOB:
         return Refusal("kind", f"kind {kind!r}: the Kubeflow kind is spelled TFJob")
     spec = data.get("spec")
     if not isinstance(spec, dict):
