@@ -63,11 +63,17 @@ def run(args) -> int:
         print(f"tfjobgen import: {len(errors)} problem(s); nothing written", file=sys.stderr)
         return EXIT_INVALID
     rows = [r for job in jobs for r in job.rows] + passed
+    written = {os.path.join(args.output, f"{job.name}.yaml"): job.text for job in jobs} if args.output else {}
+    page = report.markdown(rows, checked.additions) if args.report else ""
+    # The report goes with the jobs, all or nothing, unless it is a device or pipe (/dev/stderr), written as it is.
+    device = bool(args.report) and os.path.exists(args.report) and not os.path.isfile(args.report)
+    if args.report and not device:
+        written[args.report] = page
     try:
-        if args.output:
-            out.write_files({os.path.join(args.output, f"{job.name}.yaml"): job.text for job in jobs})
-        if args.report:
-            out.write_file(args.report, report.markdown(rows, checked.additions))
+        if written:
+            out.write_files(written)
+        if device:
+            out.write_file(args.report, page)
     except out.WriteFailed as err:
         print(f"tfjobgen import: {err}", file=sys.stderr)
         return EXIT_INVALID
