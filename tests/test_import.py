@@ -178,6 +178,16 @@ def test_a_value_tfjobgen_refuses_is_reported_at_the_source_line():
     assert problem.format().startswith("job.yaml:5: metadata.name: imported as metadata.name:"), problem.format()
 
 
+def test_a_placeholder_is_refused_but_a_shell_variable_in_the_command_is_the_programs():
+    text = (CASES / "v1alpha1-list.yaml").read_text()
+    filled_in = text.replace("command: [python, /opt/mnist.py]", "command: [python, /opt/mnist.py, --dir=$DATA]")
+    assert files.import_text(filled_in, "job.yaml").jobs
+    for template, line in ((text.replace("name: mnist-v1alpha1", "name: $JOB_NAME"), 5),
+                           (text.replace("memory: 1Gi", 'memory: "${MEM}Gi"', 1), 17)):
+        [problem] = files.import_text(template, "job.yaml").problems
+        assert problem.line == line and "is a placeholder (envsubst" in problem.message, problem.format()
+
+
 def test_the_round_trip_sees_a_difference():
     """The check itself can fail: a rendered pod that runs another image, command, memory or env is named."""
     job = one_job("v1-every-field.yaml")
@@ -240,7 +250,7 @@ def wild_cases() -> list[str]:
 WILD_EXPECTED = {
     "001": "no command: the TFJob runs its image's own entrypoint", "002": "no PS replica (Worker x 2)",
     "003": "no PS replica", "004": "no PS replica", "005": "no PS replica", "006": "no PS replica",
-    "007": "no command", "008": "converted", "009": "the command is shell code", "010": "no PS replica",
+    "007": "no command", "008": "converted", "009": "the command is shell code", "010": "is a placeholder (envsubst",
     "011": "no PS replica", "012": "no PS replica", "013": "converted", "014": "no command",
     "015": "no PS replica", "016": "spec.tfReplicaSpecs: no replicas", "017": "converted",
     "018": "the command is shell code", "019": "converted", "020": "no command",

@@ -80,6 +80,11 @@ def _import_document(document: yaml_source.Document, file: str, namespace: str |
     def located(field_name: str, message: str, severity: str = "error") -> Problem:
         return Problem(message, field_name, severity, file, document.line_of(field_name))
 
+    hole = sources.placeholder(document.data)
+    if hole:
+        problems.append(located(hole[0], f"{hole[1]!r} is a placeholder (envsubst, or a value to fill in): import reads "
+                                         "manifests, not templates; fill it in (envsubst < FILE) and import the result"))
+        return None
     read = sources.read(document.data)
     if isinstance(read, sources.Refusal):
         problems.append(located(read.field, read.message))

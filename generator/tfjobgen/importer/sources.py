@@ -86,6 +86,24 @@ def templated(text: str) -> str:
     return found.group(0) if found else ""
 
 
+# envsubst's $VAR and ${VAR}, and <VALUE> placeholders, as a whole field's value or inside it. Shell code in a
+# command, its args and env values may use $VAR itself: those are read as the program's, not as a template.
+_PLACEHOLDER = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$|\$\{[A-Za-z_][A-Za-z0-9_.]*\}|^<[^<>]+>$")
+_PROGRAM_FIELDS = re.compile(r"\.(command|args|env)(\[|$)")
+
+
+def placeholder(data: Any, path: str = "") -> tuple[str, str] | None:
+    """The first field whose value is left to be filled in (`name: $JOB_NAME`, `image: ${IMAGE}`), and its value."""
+    if isinstance(data, dict):
+        items = [(field_path(path, key) if path else str(key), value) for key, value in data.items()]
+    elif isinstance(data, list):
+        items = [(f"{path}[{i}]", value) for i, value in enumerate(data)]
+    else:
+        found = isinstance(data, str) and not _PROGRAM_FIELDS.search(path) and _PLACEHOLDER.search(data.strip())
+        return (path, data) if found else None
+    return next((hit for key, value in items if (hit := placeholder(value, key))), None)
+
+
 def what(data: Any) -> str:
     """`Kind apiVersion` of a document, for messages."""
     if not isinstance(data, dict):
