@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..concerns import environment
 from ..inputs import quantity
@@ -19,7 +19,7 @@ from ..inputs.problems import field_path
 from ..shared import contract
 from . import pending
 from .report import CARRIED, DECIDE, DROPPED, Row
-from .sources import ROLES, Refusal, Replica, Source, main_container
+from .sources import Refusal, Replica, Source, main_container
 
 API_VERSION, KIND = "tfjobgen.dev/v1alpha1", "TrainingJob"
 DEFAULT_NAMESPACE = "default"
@@ -437,10 +437,9 @@ def _container_rest(b: _Builder, replica: Replica, path: str, container: dict) -
                  "they prepare (data, files, permissions); fold their work into the image or the program")
     for key in sorted(set(pod) - {"containers", "volumes", "imagePullSecrets", "nodeSelector", "tolerations",
                                   "affinity", "initContainers", "restartPolicy"}):
-        outcome, target, why = _POD_FIELDS.get(key, (DECIDE, "", "no TrainingJob field holds it"))
         if key in ("serviceAccountName", "serviceAccount"):
-            continue  # job-wide: _job_account
-        b.row(f"{pod_path}.{key}", outcome, target, why)
+            continue  # one for the job: below
+        b.row(f"{pod_path}.{key}", *_POD_FIELDS.get(key, (DECIDE, "", "no TrainingJob field holds it")))
     account = pod.get("serviceAccountName", pod.get("serviceAccount"))
     if account is not None:
         key = "serviceAccountName" if "serviceAccountName" in pod else "serviceAccount"
@@ -491,7 +490,8 @@ _POD_FIELDS = {
 _REPLICA_FIELDS = {
     "policies": (DROPPED, "spec.failurePolicy", "Volcano's events -> actions: a task failing for good fails a "
                                                 "TrainingJob; pods the cluster takes away are replaced without counting"),
-    "maxRetry": (CARRIED, "spec.failurePolicy.backoffLimitPerTask", "read with the job's maxRetry"),
+    "maxRetry": (DECIDE, "spec.failurePolicy.backoffLimitPerTask", "a task's own retries: a TrainingJob has one "
+                                                                    "budget per task, the same for every role"),
     "minAvailable": (DECIDE, "ClusterProfile spec.gang", "gang admission is the profile's"),
 }
 
