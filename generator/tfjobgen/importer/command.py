@@ -64,7 +64,8 @@ def run(args) -> int:
         return EXIT_INVALID
     rows = [r for job in jobs for r in job.rows] + passed
     written = {os.path.join(args.output, f"{job.name}.yaml"): job.text for job in jobs} if args.output else {}
-    page = report.markdown(rows, checked.additions) if args.report else ""
+    warned = {job.name: [w.format() for w in job.warnings] for job in jobs}
+    page = report.markdown(rows, checked.additions, warned) if args.report else ""
     # The report goes with the jobs, all or nothing, unless it is a device or pipe (/dev/stderr), written as it is.
     device = bool(args.report) and os.path.exists(args.report) and not os.path.isfile(args.report)
     if args.report and not device:

@@ -74,8 +74,9 @@ def text(rows: list[Row]) -> str:
     return table.render(HEADERS, [_cells(r) for r in rows])
 
 
-def markdown(rows: list[Row], additions: dict[str, list[str]]) -> str:
-    """The report as a Markdown page: per job, its rows and what tfjobgen adds of its own."""
+def markdown(rows: list[Row], additions: dict[str, list[str]], warnings: dict[str, list[str]] | None = None) -> str:
+    """The report as a Markdown page: per job, its rows, what tfjobgen adds of its own, and what tfjobgen's
+    validation warns of."""
     out = ["# tfjobgen import report", ""]
     for job in dict.fromkeys(r.job for r in rows):
         mine = [r for r in rows if r.job == job]
@@ -84,4 +85,6 @@ def markdown(rows: list[Row], additions: dict[str, list[str]]) -> str:
                 table.markdown(HEADERS, [_cells(r) for r in mine]), ""]
         if additions.get(job):
             out += ["tfjobgen's own additions to every pod:", ""] + [f"- {a}" for a in additions[job]] + [""]
-    return "\n".join(out)
+        if (warnings or {}).get(job):
+            out += ["tfjobgen validate warns:", ""] + [f"- {w}" for w in warnings[job]] + [""]
+    return "\n".join(out).rstrip("\n") + "\n"
