@@ -17,7 +17,7 @@ import yaml
 from conftest import REPO, TESTS, run_tfjobgen
 
 from tfjobgen.expand import pipeline
-from tfjobgen.importer import check, convert, files, report, roundtrip, sources
+from tfjobgen.importer import check, containers, files, report, roundtrip, sources
 from tfjobgen.inputs import source as yaml_source
 from tfjobgen.inputs.intents import Intent
 from tfjobgen.inputs.profile import default_profile
@@ -162,11 +162,11 @@ def test_sidecars_and_init_containers_are_refused_by_field():
 
 def test_a_shell_command_is_split_only_when_it_holds_no_shell_code():
     plain = {"command": ["/bin/sh", "-c"], "args": ["python train.py --steps 5"]}
-    assert convert.argv(plain, "c") == (["python", "train.py", "--steps", "5"], [],
+    assert containers.argv(plain, "c") == (["python", "train.py", "--steps", "5"], [],
                                         "was /bin/sh -c 'python train.py --steps 5': the same program as an argument list")
-    refused = convert.argv({"command": ["sh", "-c", "cd /app && python train.py"]}, "c")
+    refused = containers.argv({"command": ["sh", "-c", "cd /app && python train.py"]}, "c")
     assert isinstance(refused, sources.Refusal) and "shell code ('&')" in refused.message
-    entrypoint = convert.argv({"args": ["--steps", "5"]}, "c")
+    entrypoint = containers.argv({"args": ["--steps", "5"]}, "c")
     assert isinstance(entrypoint, sources.Refusal) and "image's own entrypoint" in entrypoint.message
 
 

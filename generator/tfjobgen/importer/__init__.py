@@ -3,7 +3,10 @@
     sources     what a document is (a TFJob of which version, a Volcano Job, a template), and its
                 replicas by tfjobgen role, whatever API wrote them
     convert     a source into an intent, with a comment where a choice was made and a report row
-                for every field it read
+                for every field it read: the order of the steps, and the metadata
+    builder     the intent under construction, its comments, rows and where each field came from
+    containers  each role's training container and pod: image, command, env, resources, the rest
+    policies    restartPolicy, runPolicy and Volcano's policies, and the defaults written out
     pending     the pod fields a TrainingJob cannot hold yet (volumes, pod annotations, pull secrets,
                 per-role image and command, nodeSelector and tolerations): one function each
     report      the rows, every source field covered, as a table or Markdown

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..inputs import quantity
 from ..inputs.problems import field_path
 from ..shared import contract
-from .convert import GPU_RESOURCES, OWNED_ENV, THREAD_ENV, argv
+from .containers import GPU_RESOURCES, OWNED_ENV, THREAD_ENV, argv
 from .report import CARRIED, Row
 from .sources import Refusal, Source, main_container
 
