@@ -9,6 +9,7 @@ passes is a job tfjobgen accepts and whose pods run what the source ran.
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 
@@ -186,6 +187,31 @@ def test_a_placeholder_is_refused_but_a_shell_variable_in_the_command_is_the_pro
                            (text.replace("memory: 1Gi", 'memory: "${MEM}Gi"', 1), 17)):
         [problem] = files.import_text(template, "job.yaml").problems
         assert problem.line == line and "is a placeholder (envsubst" in problem.message, problem.format()
+
+
+def test_a_field_of_another_shape_is_refused_at_its_line_never_a_crash():
+    """Every field of the richest case, replaced by a value of another shape, is imported or refused in
+    located lines: the rules read only what the shape checks let through."""
+    data = yaml.safe_load((CASES / "v1-every-field.yaml").read_text())
+
+    def paths(node, path=()):
+        yield path
+        children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in children:
+            yield from paths(value, path + (key,))
+
+    refused = 0
+    for path in [p for p in paths(data) if p]:
+        changed = copy.deepcopy(data)
+        holder = changed
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[path[-1]] = "x" if isinstance(holder[path[-1]], (dict, list)) else [1]  # always another shape
+        result = files.import_text(yaml.safe_dump(changed), "job.yaml")
+        assert result.jobs or result.problems, path
+        assert all(p.file == "job.yaml" and p.line > 0 for p in result.problems), [p.format() for p in result.problems]
+        refused += bool(result.problems)
+    assert refused > 100  # most fields of another shape are refused, not passed on
 
 
 def test_the_round_trip_sees_a_difference():

@@ -56,7 +56,7 @@ def cover(data: Any, rows: list[Row]) -> list[Row]:
     for leaf in leaves(data):
         if any(_under(leaf, prefix) for prefix in named):
             continue
-        top = next(a for a in _ancestors(leaf) if not any(_under(p, a) for p in named))
+        top = next((a for a in _ancestors(leaf) if not any(_under(p, a) for p in named)), leaf)
         missing.setdefault(top, Row(top, DECIDE, "", "import has no rule for this field: nothing carries it; "
                                                      "decide whether the job needs it"))
     return rows + list(missing.values())

@@ -186,7 +186,8 @@ def _volcano(data: dict) -> Source | Refusal:
     plugins = spec.get("plugins") if isinstance(spec.get("plugins"), dict) else {}
     # The tensorflow plugin names the task of each TF role (--ps=NAME ...); without it, the task names do.
     named = {}
-    for arg in plugins.get("tensorflow") or []:
+    tensorflow = plugins.get("tensorflow")
+    for arg in tensorflow if isinstance(tensorflow, list) else []:
         option, _, value = str(arg).lstrip("-").partition("=")
         if option in ROLES and value:
             named[value] = option
@@ -225,7 +226,62 @@ def _source(kind: str, data: dict, found: list, policies: dict, container: str) 
     if "worker" not in by_role:
         return Refusal(container, "no Worker replica: a TrainingJob has PS and workers (a chief alone computes "
                                   "no gradients under ParameterServerStrategy); add a Worker replica")
+    misshapen = _shapes(data, by_role.values())
+    if misshapen:
+        return misshapen
     return Source(kind, data, {role: by_role[role] for role in ROLES if role in by_role}, policies, container)
+
+
+# The shape of each field import reads below a replica, as Kubernetes' API gives it: a value of another
+# shape is refused at its field before any rule reads it.
+_MAPPING, _LIST, _TEXT = "a mapping", "a list", "text"
+_JOB_SHAPES = (("metadata", _MAPPING), ("metadata.labels", _MAPPING), ("metadata.annotations", _MAPPING),
+               ("spec.runPolicy", _MAPPING), ("spec.runPolicy.schedulingPolicy", _MAPPING))
+_REPLICA_SHAPES = (("template", _MAPPING), ("template.metadata", _MAPPING), ("template.metadata.labels", _MAPPING),
+                   ("template.metadata.annotations", _MAPPING), ("template.spec", _MAPPING),
+                   ("template.spec.volumes", _LIST), ("template.spec.initContainers", _LIST))
+_CONTAINER_SHAPES = (("env", _LIST), ("envFrom", _LIST), ("resources", _MAPPING), ("resources.requests", _MAPPING),
+                     ("resources.limits", _MAPPING), ("volumeMounts", _LIST))
+_OF = {_MAPPING: dict, _LIST: list, _TEXT: str}
+
+
+def _at(data: Any, dotted: str) -> tuple[bool, Any]:
+    for key in dotted.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return False, None
+        data = data[key]
+    return True, data
+
+
+def _shapes(data: dict, replicas) -> Refusal | None:
+    """The first field import reads whose value has another shape than Kubernetes gives it."""
+    checks = [(path, shape, data, path) for path, shape in _JOB_SHAPES]  # (shown, shape, holder, key in holder)
+    for replica in replicas:
+        checks += [(f"{replica.path}.{path}", shape, replica.data, path) for path, shape in _REPLICA_SHAPES]
+        containers = replica.pod.get("containers")
+        for i, container in enumerate(containers if isinstance(containers, list) else []):
+            where = field_path(replica.pod_path, "containers", i)
+            if not isinstance(container, dict):
+                return Refusal(where, f"a container is a mapping, not {what_value(container)}")
+            checks += [(f"{where}.{path}", shape, container, path) for path, shape in _CONTAINER_SHAPES]
+            env = container.get("env")
+            for j, entry in enumerate(env if isinstance(env, list) else []):
+                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                    return Refusal(f"{where}.env[{j}]", "an env entry is a mapping with a name (text)")
+        volumes = replica.pod.get("volumes")
+        for j, volume in enumerate(volumes if isinstance(volumes, list) else []):
+            if not isinstance(volume, dict):
+                return Refusal(f"{replica.pod_path}.volumes[{j}]", f"a volume is a mapping, not {what_value(volume)}")
+    for shown, shape, holder, key in checks:
+        found, value = _at(holder, key)
+        if found and value is not None and not isinstance(value, _OF[shape]):
+            return Refusal(shown, f"{shape} is what Kubernetes takes here, not {what_value(value)}")
+    return None
+
+
+def what_value(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: f"the text {value!r}", bool: f"{value}"}.get(
+        type(value), f"the number {value}" if isinstance(value, (int, float)) else type(value).__name__)
 
 
 def main_container(replica: Replica) -> tuple[int, dict] | Refusal:
