@@ -257,6 +257,24 @@ def test_import_writes_one_file_per_job_and_the_report(tmp_path):
     assert validated.returncode == 0, validated.stderr
 
 
+def test_import_never_replaces_a_job_file(tmp_path):
+    out = tmp_path / "jobs"
+    out.mkdir()
+    (out / "vc-ctr.yaml").write_text("mine\n")
+    proc = run_tfjobgen("import", str(CASES / "v1-every-field.yaml"), str(CASES / "volcano-tensorflow-plugin.yaml"),
+                        "-o", str(out))
+    assert proc.returncode == 1 and f"{out}/vc-ctr.yaml: a file of this name is there already" in proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["vc-ctr.yaml"] and (out / "vc-ctr.yaml").read_text() == "mine\n"
+
+
+def test_a_command_that_wires_the_cluster_by_hand_needs_a_decision():
+    text = (CASES / "v1alpha1-list.yaml").read_text().replace(
+        "command: [python, /opt/mnist.py]", "command: [python, /opt/mnist.py, --ps_hosts=ps-0:2222]")
+    [job] = files.import_text(text, "job.yaml").jobs
+    wired = [r for r in job.rows if "wires the cluster by hand (--ps_hosts)" in r.why]
+    assert len(wired) == 2 and all(r.outcome == report.DECIDE for r in wired)
+
+
 def test_import_writes_nothing_when_one_file_is_refused(tmp_path):
     out = tmp_path / "jobs"
     proc = run_tfjobgen("import", str(CASES / "v1-every-field.yaml"), str(CASES / "v1-sidecar.yaml"), "-o", str(out))

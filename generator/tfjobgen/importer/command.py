@@ -64,6 +64,13 @@ def run(args) -> int:
         return EXIT_INVALID
     rows = [r for job in jobs for r in job.rows] + passed
     written = {os.path.join(args.output, f"{job.name}.yaml"): job.text for job in jobs} if args.output else {}
+    taken = sorted(path for path in written if os.path.lexists(path))
+    if taken:  # a job file of the same name is someone's job: import adds files, it never replaces one
+        for path in taken:
+            print(f"{path}: a file of this name is there already; import writes new job files only: remove it, "
+                  "or import into another folder and compare", file=sys.stderr)
+        print(f"tfjobgen import: {len(taken)} problem(s); nothing written", file=sys.stderr)
+        return EXIT_INVALID
     warned = {job.name: [w.format() for w in job.warnings] for job in jobs}
     page = report.markdown(rows, checked.additions, warned) if args.report else ""
     # The report goes with the jobs, all or nothing, unless it is a device or pipe (/dev/stderr), written as it is.
