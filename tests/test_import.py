@@ -147,6 +147,25 @@ def test_choices_are_commented_in_the_file():
     assert_valid_and_round_trips(job)
 
 
+GOLDEN = TESTS / "importer" / "golden"
+
+
+@pytest.mark.parametrize("name", ["v1-every-field.yaml", "volcano-tensorflow-plugin.yaml"])
+def test_the_intent_and_its_report_are_the_golden_bytes(name):
+    """The whole of what import writes for a case: its intent with every comment, and its report. After an
+    intended change, UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_import.py and review the diff."""
+    result = imported(name)
+    job = result.jobs[0]
+    checked = check.all_jobs(result.jobs)
+    page = report.markdown(job.rows, checked.additions, {job.name: [w.format() for w in job.warnings]})
+    for suffix, text in ((".yaml", job.text), (".report.md", page)):
+        golden = GOLDEN / (Path(name).stem + suffix)
+        if os.environ.get("UPDATE_GOLDEN") == "1":
+            golden.parent.mkdir(exist_ok=True)
+            golden.write_text(text)
+        assert text == golden.read_text(), f"{golden} differs from what import writes now"
+
+
 def test_the_same_source_gives_the_same_bytes():
     first = [j.text for j in imported("v1-every-field.yaml").jobs]
     assert first == [j.text for j in imported("v1-every-field.yaml").jobs]
