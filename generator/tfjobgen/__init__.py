@@ -11,7 +11,7 @@ A folder per layer (docs/design.md, "Layers"; tests/test_layers.py holds every i
     shared          what the generator, the runtime and run-local agree on
     kit             what the commands share and the KRM path never imports
     runtime         the training program the pods run
-    planner, local, gitops, status, place   the commands beside the generator
+    planner, local, gitops, status, place, importer   the commands beside the generator
     cluster         a local cluster brought up and down: `tfjobgen cluster`
     artifacts       what a cluster runs, made before it runs: the Go programs and the container images
     kube            the Kubernetes client, for local clusters and live ones

@@ -24,7 +24,8 @@ from .shared import contract
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 FEATURE_COMMANDS: tuple[str, ...] = ("tfjobgen.cluster.command", "tfjobgen.place.command", "tfjobgen.gitops.command",
                                      "tfjobgen.artifacts.images.command", "tfjobgen.local.command",
-                                     "tfjobgen.planner.command", "tfjobgen.status.command")
+                                     "tfjobgen.planner.command", "tfjobgen.status.command",
+                                     "tfjobgen.importer.command")
 
 
 class _UsageError(Exception):
