@@ -64,10 +64,10 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
         chosen = release.choose(profile, kubernetes)
     except release.ReleaseRefused as err:
         raise ClusterError(str(err)) from None
-    if real_nodes and chosen.family.release_of:
-        raise ClusterError(f"--real-nodes: the nodes' kubelet is {programs.family_of('kubelet').version}, and a kubelet "
-                           f"newer than its API server ({chosen.version}) is not supported: real nodes run on the "
-                           "default release only")
+    skew = release.kubelet_skew_problem(programs.family_of("kubelet").version, chosen.version) if real_nodes else ""
+    if skew:
+        raise ClusterError(f"--real-nodes: {skew}: pass a --kubernetes release the kubelet may join, or none "
+                           "(the default release)")
     if gitops:
         argocd.check(gitops, profile.name)
     files = ClusterFiles(cluster_folder)

@@ -27,6 +27,24 @@ from ...inputs.profile import ClusterProfile, release
 LOOPBACK_REFUSED_SINCE = (1, 37)
 
 
+# Kubernetes' version skew policy (since 1.28): a kubelet may be up to 3 minor releases older than its API server,
+# never newer.
+KUBELET_OLDER_BY_AT_MOST = 3
+
+
+def kubelet_skew_problem(kubelet: str, api_server: str) -> str:
+    """Why a kubelet of release `kubelet` may not join an API server of `api_server` ("" when it may), compared as
+    numbers ("v1.9" is older than "v1.30"): the version skew policy's rule."""
+    node, plane = release(kubelet), release(api_server)
+    if node > plane:
+        return (f"the nodes' kubelet is {kubelet}, newer than the API server ({api_server}); a kubelet may be as new "
+                "as its API server, never newer (Kubernetes' version skew policy)")
+    if node[0] != plane[0] or plane[1] - node[1] > KUBELET_OLDER_BY_AT_MOST:
+        return (f"the nodes' kubelet is {kubelet}, more than {KUBELET_OLDER_BY_AT_MOST} minor releases older than the "
+                f"API server ({api_server}), which Kubernetes' version skew policy does not allow")
+    return ""
+
+
 class ReleaseRefused(Exception):
     """One line: the release is unknown, or older than the profile's clusters."""
 
