@@ -180,3 +180,18 @@ def test_a_real_cluster_survives_names_that_escape_and_down_removes_only_its_own
     assert down.returncode == 0, down.stderr
     assert not folder.exists() and processes.running(folder) == []
     assert place.victim_intact() and list(place.home.iterdir()) == []
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--kubernetes", "1.29"], "--kubernetes 1.29: versions.yaml has no release 1.29 of kube-apiserver"),
+    (["--real-nodes", "2", "--nodes", "1"], "--real-nodes 2: the main group has 1 node(s); pass --nodes 2"),
+    (["--name", "../x"], "--name '../x': use lowercase letters"),
+])
+def test_before_anything_is_built_a_flags_mistake_is_said_not_hidden_behind_not_built(place, flags, said):
+    # A cache with nothing in it: a machine that has not run `make cluster-tools` yet.
+    proc = subprocess.run(tfjobgen_command() + ["cluster", "up", "--nodes", "1", *flags], capture_output=True,
+                          text=True, cwd=place.top, timeout=120, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "PYTHONPATH": str(REPO / "generator"), home.HOME_ENV: str(place.home),
+                               "TFJOBGEN_TOOLS_CACHE": str(place.top / "nothing-built")})
+    assert proc.returncode == 1 and said in one_line(proc) and "not built" not in proc.stderr, proc.stderr
+    assert list(place.home.iterdir()) == []

@@ -56,10 +56,8 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
     if errors:
         raise InvalidInput(errors)
     groups = shape.node_groups(profile, nodes)
-    lacking = programs.missing(CORE_PROGRAMS)
-    if lacking:
-        raise programs.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
-                                 f"(binaries go to {programs.cache_root()})")
+    # Every flag before the programs: on a machine that has not run `make cluster-tools` yet, "not built" would
+    # hide a flag's mistake until after a build of many minutes.
     try:
         chosen = release.choose(profile, kubernetes)
     except release.ReleaseRefused as err:
@@ -68,10 +66,15 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
     if skew:
         raise ClusterError(f"--real-nodes: {skew}: pass a --kubernetes release the kubelet may join, or none "
                            "(the default release)")
-    if gitops:
-        argocd.check(gitops, profile.name)
     files = ClusterFiles(cluster_folder)
     real = _plan_real_nodes(profile, groups, real_nodes, files.nodes)
+    lacking = programs.missing(CORE_PROGRAMS)
+    if lacking:
+        raise programs.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
+                                 f"(binaries go to {programs.cache_root()})")
+    release.require_built(chosen)
+    if gitops:
+        argocd.check(gitops, profile.name)
     images = _node_images() if real else []
     bring_up.check_machine(real, images)
     plan = Plan(name, _node_objects(groups, real), real, images, gitops)
