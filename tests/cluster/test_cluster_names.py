@@ -195,3 +195,13 @@ def test_before_anything_is_built_a_flags_mistake_is_said_not_hidden_behind_not_
                                "TFJOBGEN_TOOLS_CACHE": str(place.top / "nothing-built")})
     assert proc.returncode == 1 and said in one_line(proc) and "not built" not in proc.stderr, proc.stderr
     assert list(place.home.iterdir()) == []
+
+
+def test_a_clusters_home_that_is_a_file_is_one_line_for_every_command(place):
+    shutil.rmtree(place.home)
+    place.home.write_text("not a folder\n")
+    expected = (f"the clusters' home {place.home} is not a folder: remove it, or point {home.HOME_ENV} at a folder")
+    for args in (["up", "--name", "a", "--nodes", "1"], ["down", "--name", "a"], ["list"]):
+        proc = place.run("cluster", *args)
+        assert proc.returncode == 1 and one_line(proc) == f"tfjobgen cluster {args[0]}: {expected}", proc.stderr
+    assert place.home.read_text() == "not a folder\n"

@@ -149,7 +149,12 @@ def _list(args) -> int:
     from . import home, processes
 
     rows, skipped = [], []
-    for name in home.names():
+    try:
+        names = home.names()
+    except home.HomeUnusable as err:
+        print(f"tfjobgen cluster list: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    for name in names:
         try:
             folder = home.folder(name)
             if not home.made_by_up(folder):

@@ -247,7 +247,7 @@ def checked_folder(name: str) -> Path:
     """home.folder(), the one check of a cluster name, with its refusal as this module's error."""
     try:
         return home.folder(name)
-    except home.NameRefused as err:
+    except (home.NameRefused, home.HomeUnusable) as err:
         raise ClusterError(str(err)) from None
 
 

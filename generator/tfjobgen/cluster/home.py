@@ -41,6 +41,17 @@ MARKER_FILE = ".made-by-tfjobgen"
 _SHOWN = 48  # of a refused name, the characters printed: the line stays one line (a 300-character name)
 
 
+class HomeUnusable(Exception):
+    """One line: the clusters' home is there but is no folder."""
+
+
+def checked_root() -> Path:
+    root = clusters_root()
+    if root.exists() and not root.is_dir():
+        raise HomeUnusable(f"the clusters' home {root} is not a folder: remove it, or point {HOME_ENV} at a folder")
+    return root
+
+
 class NameRefused(Exception):
     """One line: a cluster name that is not a plain name of the clusters' home."""
 
@@ -108,7 +119,7 @@ def folder(name: str) -> Path:
     problem = name_problem(name)
     if problem:
         raise NameRefused(name, problem)
-    root = clusters_root()
+    root = checked_root()
     path = root / name
     if path.is_symlink():
         raise NameRefused(name, f"{path} is a symbolic link (to {os.readlink(path)}); a cluster's folder is one "
@@ -188,11 +199,13 @@ def load(name: str) -> ClusterState | None:
 
 def names() -> list[str]:
     """Every entry of the clusters' home that could be a cluster's folder, unchecked: folder() checks each."""
-    root = clusters_root()
+    root = checked_root()
     try:
         return sorted(p.name for p in root.iterdir() if p.is_dir() or p.is_symlink())
-    except (FileNotFoundError, NotADirectoryError):
+    except FileNotFoundError:
         return []
+    except OSError as err:
+        raise HomeUnusable(f"cannot list the clusters' home {root}: {err.strerror}") from None
 
 
 def remove(path: Path, keep_logs: bool = False) -> None:
