@@ -20,7 +20,7 @@ from cluster_support import (
 )
 from conftest import REPO, tfjobgen_command
 
-from tfjobgen.cluster import processes
+from tfjobgen.cluster import home, processes
 from tfjobgen.artifacts import programs
 
 PROD = REPO / "overlays" / "prod-96c" / "cluster-profile.yaml"
@@ -145,7 +145,8 @@ def test_a_component_that_cannot_start_is_named_with_why_and_its_log_not_its_sta
         assert "memory" in line and line.endswith(f"(its log: {log})"), line  # "cannot allocate memory", "out of memory"
         assert "goroutine" not in line and ".go:" not in line
         assert log.is_file() and ".go:" in log.read_text(errors="replace"), "the stack is in the log"
-        assert [p.name for p in (SESSION_HOME / "no-memory").iterdir()] == ["logs"]
+        # the logs, and the marker by which `down` knows the folder for `up`'s and removes it
+        assert sorted(p.name for p in (SESSION_HOME / "no-memory").iterdir()) == [home.MARKER_FILE, "logs"]
         assert not processes.running(SESSION_HOME / "no-memory"), "nothing left running"
     finally:
         tfjobgen("cluster", "down", "--name", "no-memory")

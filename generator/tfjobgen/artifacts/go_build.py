@@ -13,7 +13,17 @@ import threading
 import time
 from pathlib import Path
 
-from .programs import LOCAL, RECIPE_FILE, VERSIONS_FILE, Family, cache_root, families
+from .programs import (
+    CACHE_ENV,
+    LOCAL,
+    RECIPE_FILE,
+    VERSIONS_FILE,
+    CacheUnusable,
+    Family,
+    cache_root,
+    check_cache,
+    families,
+)
 
 # The `go build` processes running (families build side by side, build_all), so that Ctrl-C or SIGTERM kills
 # every one; once stopping, none starts.
@@ -195,13 +205,18 @@ def build_all(only: list[str], list_only: bool = False, on_request: bool = False
         print(f"tfjobgen cluster tools: no family {', '.join(sorted(unknown))} in {VERSIONS_FILE}", file=sys.stderr)
         return 2
     missing = [f for f in chosen_families if not f.is_built()]  # a recipe digest each: read once
+    try:
+        check_cache(cache_root(), CACHE_ENV, "cluster tools", writing=not list_only and bool(missing))
+    except CacheUnusable as err:
+        print(f"tfjobgen cluster tools: {err}", file=sys.stderr)
+        return 1
     if not list_only and missing and shutil.which("go") is None:
         print("tfjobgen cluster tools: the go command is not on PATH (Go 1.26 or newer builds these)", file=sys.stderr)
         return 1
-    log_dir = cache_root() / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
     states = {f.name: ("not built" if f in missing else "built", 0.0) for f in chosen_families}
-    if not list_only:
+    if not list_only:  # a listing writes nothing: not even the logs' folder
+        log_dir = cache_root() / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
         states.update(_build_missing(missing, log_dir))
     rows = [[f.name, f.version, ", ".join(f.programs), states[f.name][0],
              "-" if list_only else f"{states[f.name][1]:.0f}s"] for f in chosen_families]

@@ -27,6 +27,28 @@ class ToolsMissing(Exception):
     """A program the cluster needs was not built; the message says how to build it."""
 
 
+class CacheUnusable(Exception):
+    """One line: a cache of built programs or images is a file, or cannot be written where a build must write."""
+
+
+def check_cache(root: Path, variable: str, what: str, writing: bool) -> Path:
+    """A cache folder (the programs', the images'), checked for what the caller does: a file there is refused
+    (nothing can be built or found in it); a build must be able to write there, a listing writes nothing (so a
+    read-only cache lists)."""
+    import os
+
+    if root.exists() and not root.is_dir():
+        raise CacheUnusable(f"the {what} cache {root} is a file, not a folder: remove it, or point {variable} at a "
+                            "folder")
+    if writing:
+        existing = next((p for p in (root, *root.parents) if p.exists()), root)
+        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            raise CacheUnusable(f"cannot write to the {what} cache {root} ({existing} is "
+                                f"{'read-only for this user' if existing.is_dir() else 'a file'}): point {variable} "
+                                "at a folder you can write")
+    return root
+
+
 class TooOld(Exception):
     """No release of a program's family works with the cluster's Kubernetes; the message says what it needs."""
 

@@ -143,17 +143,38 @@ def _down(args) -> int:
 
 
 def _list(args) -> int:
+    """The clusters of the home; one line on stderr for each entry that is not one (a link, a folder `up` did not
+    make) or whose state cannot be read, and exit 1 then: the others are listed all the same."""
     from ..kit import table
     from . import home, processes
 
-    rows = []
-    for name in home.names():
-        state = home.load(name)
-        alive = len(processes.running(home.folder(name)))
+    rows, skipped = [], []
+    try:
+        names = home.names()
+    except home.HomeUnusable as err:
+        print(f"tfjobgen cluster list: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    for name in names:
+        try:
+            folder = home.folder(name)
+            if not home.made_by_up(folder):
+                skipped.append(f"{folder} was not made by `tfjobgen cluster up` (it has no {home.MARKER_FILE}): "
+                               "not listed")
+                continue
+            state = home.load(name)
+        except home.NameRefused as err:
+            skipped.append(f"{home.shown(name)} in {home.clusters_root()}: {err.problem}")
+            continue
+        except home.StateUnreadable as err:
+            skipped.append(f"{err}; `tfjobgen cluster down --name {name}` stops it")
+            continue
+        alive = len(processes.running(folder))
         rows.append([name, state.profile_name if state else "-", (state.kubernetes or "-") if state else "-",
                      state.nodes if state else "-",
                      len(state.real_nodes) if state else "-",
                      f"{alive} running" if state else "starting or broken", state.kubeconfig if state else "-"])
     print(table.render(["NAME", "PROFILE", "KUBERNETES", "NODES", "REAL", "PROCESSES", "KUBECONFIG"], rows) if rows
           else "no local clusters")
-    return EXIT_OK
+    for line in skipped:
+        print(f"tfjobgen cluster list: {line}", file=sys.stderr)
+    return EXIT_FAILED if skipped else EXIT_OK

@@ -51,32 +51,34 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
     """Start a cluster shaped as the profile, loaded by the caller (and Argo CD reading `gitops`); its state
     once every node is Ready. `real_nodes`: how many of the main group's nodes run containers (nodes/);
     `kubernetes`: the control plane's release ("1.30", "v1.37.2"; "": the default, plane/release.py)."""
-    if not home.NAME_PATTERN.match(name):
-        raise ClusterError(f"cluster name {name!r}: use lowercase letters, digits and '-' (at most 40)")
+    cluster_folder = checked_folder(name)
     errors = [p for p in pipeline.check_profile(profile) if p.is_error]
     if errors:
         raise InvalidInput(errors)
     groups = shape.node_groups(profile, nodes)
-    lacking = programs.missing(CORE_PROGRAMS)
-    if lacking:
-        raise programs.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
-                                 f"(binaries go to {programs.cache_root()})")
+    # Every flag before the programs: on a machine that has not run `make cluster-tools` yet, "not built" would
+    # hide a flag's mistake until after a build of many minutes.
     try:
         chosen = release.choose(profile, kubernetes)
     except release.ReleaseRefused as err:
         raise ClusterError(str(err)) from None
-    if real_nodes and chosen.family.release_of:
-        raise ClusterError(f"--real-nodes: the nodes' kubelet is {programs.family_of('kubelet').version}, and a kubelet "
-                           f"newer than its API server ({chosen.version}) is not supported: real nodes run on the "
-                           "default release only")
+    skew = release.kubelet_skew_problem(programs.family_of("kubelet").version, chosen.version) if real_nodes else ""
+    if skew:
+        raise ClusterError(f"--real-nodes: {skew}: pass a --kubernetes release the kubelet may join, or none "
+                           "(the default release)")
+    files = ClusterFiles(cluster_folder)
+    real = _plan_real_nodes(profile, groups, real_nodes, files.nodes)
+    lacking = programs.missing(CORE_PROGRAMS)
+    if lacking:
+        raise programs.ToolsMissing(f"{', '.join(lacking)} not built: run `make cluster-tools` "
+                                 f"(binaries go to {programs.cache_root()})")
+    release.require_built(chosen)
     if gitops:
         argocd.check(gitops, profile.name)
-    files = ClusterFiles(home.folder(name))
-    real = _plan_real_nodes(profile, groups, real_nodes, files.nodes)
     images = _node_images() if real else []
     bring_up.check_machine(real, images)
     plan = Plan(name, _node_objects(groups, real), real, images, gitops)
-    _claim(name)
+    _claim(name, cluster_folder)
     context = Context(files, profile, chosen, _timed(say), warn)
     try:
         for step in STEPS:
@@ -232,11 +234,28 @@ STEPS: tuple[Callable[[Context, Plan], None], ...] = (
 
 
 def down(name: str) -> list[int]:
-    """Stop the cluster's processes and remove its folder; the PIDs stopped. ClusterError if unknown."""
-    folder = home.folder(name)
+    """Stop the cluster's processes and remove its folder; the PIDs stopped. ClusterError if the name is not a
+    plain name of the clusters' home, names no cluster, or names a folder `up` did not make."""
+    folder = checked_folder(name)
     if not folder.exists():
         raise ClusterError(f"no cluster named {name!r} (running: {', '.join(home.names()) or 'none'})")
+    _made_by_up(folder)
     return _stop(Context(ClusterFiles(folder)))
+
+
+def checked_folder(name: str) -> Path:
+    """home.folder(), the one check of a cluster name, with its refusal as this module's error."""
+    try:
+        return home.folder(name)
+    except (home.NameRefused, home.HomeUnusable) as err:
+        raise ClusterError(str(err)) from None
+
+
+def _made_by_up(folder: Path) -> None:
+    """Refuse a folder without the marker `up` writes: its processes are not stopped, nothing of it is removed."""
+    if not home.made_by_up(folder):
+        raise ClusterError(f"{folder} was not made by `tfjobgen cluster up` (it has no {home.MARKER_FILE}): nothing "
+                           "stopped, nothing removed; remove it yourself if it is yours to remove")
 
 
 # ---- helpers ------------------------------------------------------------------------------------------------
@@ -279,20 +298,22 @@ def _stop(context: Context, keep_logs: bool = False) -> list[int]:
     folder = context.files.home
     stopped = processes.stop_all(folder, context.started)
     teardown.remove(folder)
-    home.remove(folder.name, keep_logs=keep_logs)
+    home.remove(folder, keep_logs=keep_logs)
     return stopped
 
 
-def _claim(name: str) -> None:
-    """Make the cluster's folder, or say why not: running already, or debris of one that died."""
-    folder = home.folder(name)
+def _claim(name: str, folder: Path) -> None:
+    """Make the cluster's folder (checked by checked_folder) and mark it as `up`'s, or say why not: running
+    already, a folder `up` did not make, or debris of one that died (removed, being `up`'s)."""
     if folder.exists():
         if processes.running(folder):
             raise ClusterError(f"a cluster named {name!r} is already running "
                                f"(tfjobgen cluster down --name {name} stops it)")
+        _made_by_up(folder)
         _stop(Context(ClusterFiles(folder)))  # nothing of it runs: what is left is debris of a crash
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.mkdir()
+    home.mark(folder)  # first, before anything is in it: a folder without it is not `down`'s to remove
 
 
 def _timed(say: Callable[[str], None]) -> Callable[[str], None]:

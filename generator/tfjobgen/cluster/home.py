@@ -1,6 +1,7 @@
 """A local cluster's folder: everything `cluster up` writes, and nothing anywhere else.
 
     ~/.local/state/tfjobgen/clusters/<name>/     (TFJOBGEN_CLUSTER_HOME moves the parent)
+        .made-by-tfjobgen  written by `up` the moment it makes the folder: `down` removes no folder without it
         state.json      what runs: profile, ports, components (written last: a cluster is up once it exists)
         kubeconfig      the admin's kubeconfig (client certificate of group system:masters)
         pki/            the CA, serving and client certificates, the service-account key
@@ -16,6 +17,10 @@
 
 ClusterFiles names the files in it that the components are told of. `cluster down` stops every process of
 the folder (processes.py) and removes it.
+
+A cluster's name becomes a path that `down` removes recursively: folder() is the one check every command that
+takes a name goes through (up, down, list, place's clusters). It takes a plain name only (NAME_PATTERN), whose
+folder sits directly in the clusters' home and is no symbolic link, and refuses anything else with NameRefused.
 """
 
 from __future__ import annotations
@@ -24,12 +29,35 @@ import json
 import os
 import re
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 HOME_ENV = "TFJOBGEN_CLUSTER_HOME"
 DEFAULT_NAME = "tfjobgen"
-NAME_PATTERN = re.compile(r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")
+NAME_MAX = 40
+# fullmatch: `$` alone would let a trailing newline through
+NAME_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9]{0,%d}[a-z0-9])?" % (NAME_MAX - 2))
+MARKER_FILE = ".made-by-tfjobgen"
+_SHOWN = 48  # of a refused name, the characters printed: the line stays one line (a 300-character name)
+
+
+class HomeUnusable(Exception):
+    """One line: the clusters' home is there but is no folder."""
+
+
+def checked_root() -> Path:
+    root = clusters_root()
+    if root.exists() and not root.is_dir():
+        raise HomeUnusable(f"the clusters' home {root} is not a folder: remove it, or point {HOME_ENV} at a folder")
+    return root
+
+
+class NameRefused(Exception):
+    """One line: a cluster name that is not a plain name of the clusters' home."""
+
+    def __init__(self, name: str, problem: str):
+        super().__init__(f"--name {shown(name)}: {problem}")
+        self.name, self.problem = name, problem
 
 
 @dataclass(frozen=True)
@@ -67,8 +95,50 @@ def clusters_root() -> Path:
     return Path(base) / "tfjobgen" / "clusters"
 
 
+def name_problem(name: str) -> str:
+    """What is wrong with a cluster name, or ""."""
+    if name == "":
+        return "is empty: name a cluster (`tfjobgen cluster list` shows them)"
+    if len(name) > NAME_MAX:
+        return (f"is {len(name)} characters; use lowercase letters, digits and '-', at most {NAME_MAX}, "
+                f"such as {DEFAULT_NAME}")
+    if not NAME_PATTERN.fullmatch(name):
+        return (f"use lowercase letters, digits and '-', starting and ending with a letter or digit "
+                f"(at most {NAME_MAX}), such as {DEFAULT_NAME}")
+    return ""
+
+
+def shown(name: str) -> str:
+    """A name as a refusal prints it: escaped (repr: a NUL, a newline), cut short."""
+    return repr(name if len(name) <= _SHOWN else name[:_SHOWN] + "...")
+
+
 def folder(name: str) -> Path:
-    return clusters_root() / name
+    """The folder of the cluster `name`, inside the clusters' home; NameRefused for any other name. The one check
+    of a cluster name: every path of a cluster is made from what this returns."""
+    problem = name_problem(name)
+    if problem:
+        raise NameRefused(name, problem)
+    root = checked_root()
+    path = root / name
+    if path.is_symlink():
+        raise NameRefused(name, f"{path} is a symbolic link (to {os.readlink(path)}); a cluster's folder is one "
+                                "`tfjobgen cluster up` made: remove the link yourself")
+    # The name is one plain component, so only a link could lead elsewhere; the home itself may be reached
+    # through links (/tmp on some systems), hence both resolved.
+    if path.resolve().parent != root.resolve():
+        raise NameRefused(name, f"{path} resolves outside the clusters' home {root}")
+    return path
+
+
+def made_by_up(path: Path) -> bool:
+    """`up` made this folder: it holds the marker `up` writes first (a file, not a link to one)."""
+    marker = path / MARKER_FILE
+    return marker.is_file() and not marker.is_symlink()
+
+
+def mark(path: Path) -> None:
+    (path / MARKER_FILE).write_text("made by `tfjobgen cluster up`; `tfjobgen cluster down` removes this folder\n")
 
 
 @dataclass
@@ -100,28 +170,52 @@ class ClusterState:
         temporary.replace(path)
 
 
+class StateUnreadable(Exception):
+    """One line: a state.json that is there but cannot be read as this version writes it."""
+
+
 def load(name: str) -> ClusterState | None:
-    """The state of a cluster that finished coming up, or None."""
+    """The state of a cluster that finished coming up, or None (none yet). StateUnreadable when it is there but
+    not as this version writes it (cut short, edited, or of another version)."""
+    path = folder(name) / "state.json"
     try:
-        data = json.loads((folder(name) / "state.json").read_text())
-    except (OSError, ValueError):
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError) as err:
+        raise StateUnreadable(f"{path}: cannot read it ({getattr(err, 'strerror', None) or err})") from None
+    if not isinstance(data, dict):
+        raise StateUnreadable(f"{path}: holds {type(data).__name__}, not the object `up` writes")
+    known = {f.name for f in fields(ClusterState)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise StateUnreadable(f"{path}: unknown field {unknown[0]!r} (written by another version of tfjobgen?)")
+    lacking = sorted(f.name for f in fields(ClusterState) if f.name not in data
+                     and f.default is MISSING and f.default_factory is MISSING)
+    if lacking:
+        raise StateUnreadable(f"{path}: no field {lacking[0]!r} (written by another version of tfjobgen?)")
     return ClusterState(**data)
 
 
 def names() -> list[str]:
-    root = clusters_root()
-    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    """Every entry of the clusters' home that could be a cluster's folder, unchecked: folder() checks each."""
+    root = checked_root()
+    try:
+        return sorted(p.name for p in root.iterdir() if p.is_dir() or p.is_symlink())
+    except FileNotFoundError:
+        return []
+    except OSError as err:
+        raise HomeUnusable(f"cannot list the clusters' home {root}: {err.strerror}") from None
 
 
-def remove(name: str, keep_logs: bool = False) -> None:
-    """Remove the cluster's folder; with keep_logs, all of it but logs/ (a failed `up` points at them; the next
-    `up` or `down` of the name removes them)."""
+def remove(path: Path, keep_logs: bool = False) -> None:
+    """Remove a cluster's folder, checked by folder() and made by `up` (the caller says); with keep_logs, all of it
+    but logs/ and the marker (a failed `up` points at the logs; the next `up` or `down` of the name removes them)."""
     if not keep_logs:
-        shutil.rmtree(folder(name), ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
         return
-    for entry in folder(name).iterdir() if folder(name).is_dir() else ():
-        if entry.name == "logs":
+    for entry in path.iterdir() if path.is_dir() else ():
+        if entry.name in ("logs", MARKER_FILE):
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)

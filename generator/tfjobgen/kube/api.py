@@ -4,8 +4,10 @@ a few functions so that the rest of the package deals in plain dicts.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import shutil
 import time
 from typing import Callable
 
@@ -21,23 +23,73 @@ def connect(kubeconfig: str | None = None, context: str | None = None, retries: 
         from kubernetes import client, config
     except ImportError:
         raise ClusterUnreachable("the Kubernetes client is not installed: pip install 'tfjobgen[cluster]'") from None
-    _check_kubeconfig(kubeconfig)
+    files = _check_kubeconfig(kubeconfig)
+    _check_references(files, context)
     try:
         configuration = type.__call__(client.Configuration)  # a fresh one, as new_client_from_config makes
-        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
-                                persist_config=False)
-    except config.ConfigException as err:
+        with _client_log() as logged:
+            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration,
+                                    persist_config=False)
+    except (config.ConfigException, ValueError) as err:  # ValueError: a server URL urllib cannot split
         raise ClusterUnreachable(f"no usable kubeconfig: {err}") from None
     except FileNotFoundError as err:
-        raise ClusterUnreachable(f"no kubeconfig at {err.filename}") from None
+        named = "no kubeconfig" if err.filename in files or not files else "the kubeconfig names a file that is not"
+        raise ClusterUnreachable(f"{named} at {err.filename}") from None
+    if logged:
+        # The client logs an exec plugin's failure to the root logger and goes on without credentials: every
+        # request would then be refused as anonymous, far from the cause.
+        raise ClusterUnreachable(f"the kubeconfig's credentials plugin (user.exec) failed: {logged[0]}")
+    _check_server(configuration.host)
     configuration.retries = retries
     return client.ApiClient(configuration=configuration)
+
+
+@contextlib.contextmanager
+def _client_log():
+    """The messages the Kubernetes client logs to the root logger meanwhile, kept from stderr (where logging's
+    last resort would print them as `ERROR:root:...`) for the caller to say in its own words."""
+    import logging
+
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.WARNING:
+                messages.append(" ".join(record.getMessage().split())[:300])
+
+    root = logging.getLogger()
+    handler = Keep()
+    root.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        root.removeHandler(handler)
+
+
+def _check_server(server: str) -> None:
+    """The server URL of the kubeconfig's cluster, as urllib3 will need it: http(s), a host, a port if any.
+    urllib3 refuses the rest deep inside a request (an IPv6 address left open is a ValueError there)."""
+    from urllib.parse import urlsplit
+
+    expected = "expected https://HOST:PORT, such as https://127.0.0.1:6443"
+    try:
+        parts = urlsplit(server)
+        port = parts.port  # a port that is not a number raises here
+        host = parts.hostname
+    except ValueError as err:
+        raise ClusterUnreachable(f"the kubeconfig's cluster.server {server!r} is not a URL ({err}): {expected}") \
+            from None
+    if parts.scheme not in ("https", "http"):
+        raise ClusterUnreachable(f"the kubeconfig's cluster.server {server!r} is not an http(s) URL: {expected}")
+    if not host or any(c.isspace() for c in server) or (port is not None and not 0 < port < 65536):
+        raise ClusterUnreachable(f"the kubeconfig's cluster.server {server!r} names no host and port one can "
+                                 f"connect to: {expected}")
 
 
 KUBECONFIG_MAX = 16 << 20  # certificates and all; a kubeconfig is a few KiB
 
 
-def _check_kubeconfig(kubeconfig: str | None) -> None:
+def _check_kubeconfig(kubeconfig: str | None) -> list[str]:
     """The kubeconfig files the client would read, through tfjobgen's one reader (regular files only, bounded):
     a folder, a device or a pipe is said in one line with its path, instead of the client's traceback or hang.
     $KUBECONFIG's entries and ~/.kube/config may be missing (the client passes over them); the file named may not."""
@@ -54,6 +106,96 @@ def _check_kubeconfig(kubeconfig: str | None) -> None:
             source.read_bytes(path, KUBECONFIG_MAX)
         except InvalidInput as err:
             raise ClusterUnreachable(err.problems[0].format()) from None
+    return named
+
+
+# The files a kubeconfig's cluster and user may name, by where they sit (kubectl's names).
+_CLUSTER_FILES = ("certificate-authority",)
+_USER_FILES = ("tokenFile", "client-certificate", "client-key")
+_PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
+
+
+def _check_references(files: list[str], context: str | None) -> None:
+    """What the chosen context's cluster and user name, checked as the client will need it, so that each problem
+    is said as the kubeconfig's: a tokenFile or CA file that is missing (the client called a missing tokenFile a
+    missing kubeconfig), a CA that holds no certificate (else a TLS error, as if the server were at fault), an
+    exec plugin that is not installed. Entries are found as kubectl merges files: the first one of a name wins,
+    relative paths are the defining file's. A kubeconfig of another shape is left to the client to refuse."""
+    import yaml
+
+    loaded = []
+    for path in files:
+        try:
+            data = yaml.safe_load(open(path, "rb"))
+        except (OSError, yaml.YAMLError):
+            return
+        if isinstance(data, dict):
+            loaded.append((path, data))
+    chosen = context or next((d.get("current-context") for _, d in loaded if d.get("current-context")), None)
+    found = _entry(loaded, "contexts", "context", chosen)
+    if not found or not isinstance(found[1], dict):
+        return
+    for section, key, fields_named in (("clusters", "cluster", _CLUSTER_FILES), ("users", "user", _USER_FILES)):
+        name = found[1].get(key)
+        entry = _entry(loaded, section, key, name)
+        if not entry or not isinstance(entry[1], dict):
+            continue
+        where, values = entry
+        said = f"{where}: {key} {name!r}"
+        if key == "cluster" and isinstance(values.get("server"), str):
+            _check_server(values["server"])
+        for field_name in fields_named:
+            if isinstance(values.get(field_name), str) and values[field_name]:
+                _check_named_file(said, field_name, os.path.join(os.path.dirname(where), values[field_name]),
+                                  certificate=field_name in ("certificate-authority", "client-certificate"))
+        if key == "cluster" and isinstance(values.get("certificate-authority-data"), str):
+            _check_certificate_data(said, "certificate-authority-data", values["certificate-authority-data"])
+        if key == "user" and isinstance(values.get("exec"), dict):
+            command = values["exec"].get("command")
+            if isinstance(command, str) and command and shutil.which(
+                    command if os.sep not in command else os.path.join(os.path.dirname(where), command)) is None:
+                raise ClusterUnreachable(f"{said}: exec.command {command!r} is not an installed program (not on "
+                                         "PATH): install the credentials plugin, or use a kubeconfig without it")
+
+
+def _entry(loaded: list, section: str, key: str, name) -> tuple[str, object] | None:
+    """The first entry called `name` among the files' `section` list, with the file that defines it."""
+    if not isinstance(name, str):
+        return None
+    for path, data in loaded:
+        for item in data.get(section) or [] if isinstance(data.get(section) or [], list) else []:
+            if isinstance(item, dict) and item.get("name") == name:
+                return path, item.get(key)
+    return None
+
+
+def _check_named_file(said: str, field_name: str, path: str, certificate: bool) -> None:
+    from ..inputs import source
+    from ..inputs.problems import InvalidInput
+
+    if os.path.isdir(path):  # source's own words would ask for a YAML file in it
+        raise ClusterUnreachable(f"{said}: {field_name} {path} is a folder: name the file")
+    try:
+        content = source.read_bytes(path, KUBECONFIG_MAX)
+    except InvalidInput as err:
+        raise ClusterUnreachable(f"{said}: {field_name} {err.problems[0].format()}") from None
+    if certificate and _PEM_CERTIFICATE not in content:
+        raise ClusterUnreachable(f"{said}: {field_name} {path} holds no PEM certificate "
+                                 f"({_PEM_CERTIFICATE.decode()}); name the certificate's file")
+
+
+def _check_certificate_data(said: str, field_name: str, data: str) -> None:
+    import base64
+    import binascii
+
+    try:
+        content = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ClusterUnreachable(f"{said}: {field_name} is not base64; it holds a PEM certificate, base64-encoded "
+                                 "(base64 -w0 ca.crt)") from None
+    if _PEM_CERTIFICATE not in content:
+        raise ClusterUnreachable(f"{said}: {field_name} holds no PEM certificate ({_PEM_CERTIFICATE.decode()} once "
+                                 "decoded); it holds a PEM certificate, base64-encoded (base64 -w0 ca.crt)")
 
 
 # The client's discovery is kept for this process only. By default it is also written to

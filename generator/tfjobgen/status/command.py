@@ -1,6 +1,6 @@
 """`tfjobgen status`, registered with the CLI (cli.FEATURE_COMMANDS).
 
-    tfjobgen status NAME [-n NAMESPACE] [--kubeconfig F] [--context C] [--watch] [--format table|json]
+    tfjobgen status NAME [-n NAMESPACE] [--kubeconfig F] [--context C] [--watch] [--timeout S] [--format table|json]
     tfjobgen status [-n NAMESPACE | -A] [--format table|json]          the jobs of a namespace, or of all
 
 Exit 0 whenever the job could be read, whatever its state; 1 with one line when the cluster cannot
@@ -32,6 +32,9 @@ def register(commands) -> None:
     status.add_argument("-w", "--watch", action="store_true", help="redraw in place until the job ends (Ctrl-C stops)")
     status.add_argument("--interval", type=_seconds, default=2.0, metavar="SECONDS",
                         help="seconds between reads with --watch (default 2)")
+    status.add_argument("--timeout", type=_deadline, default=60.0, metavar="SECONDS",
+                        help="give up on a read of the cluster after this long in all, however slowly it answers "
+                             "(default 60; with --watch, each read)")
     status.add_argument("--format", choices=("table", "json"), default="table")
     status.set_defaults(run=_status)
 
@@ -48,22 +51,35 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _deadline(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 1 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text}: between 1 and 3600 seconds")
+    return value
+
+
 def _status(args) -> int:
     usage = _usage_problem(args)
     if usage:
         print(f"tfjobgen status: {usage}", file=sys.stderr)
         return EXIT_USAGE
     from ..inputs.kubernetes_syntax import dns_label_problem
-    from .read import Reader, StatusError
+    from .read import Reader, StatusError, bounded
 
     try:
-        reader = Reader(args.kubeconfig, args.context)
+        # bounded too: an exec plugin of the kubeconfig runs here, and may wait for ever
+        reader = bounded(args.timeout, lambda: Reader(args.kubeconfig, args.context))
         namespace = args.namespace or reader.default_namespace
         if dns_label_problem(namespace):
             raise StatusError(f"the kubeconfig's context names the namespace {namespace!r}, which is no DNS-1123 "
                               f"label: {dns_label_problem(namespace)}; name one with -n NAMESPACE")
         if args.name is None:
-            return _list(reader, None if args.all_namespaces else namespace, args.format)
+            return _list(reader, None if args.all_namespaces else namespace, args.format, args.timeout)
         return _one(reader, namespace, args)
     except StatusError as err:
         print(f"tfjobgen status: {err}", file=sys.stderr)
@@ -91,9 +107,11 @@ def _one(reader, namespace: str, args) -> int:
     import json
 
     from . import derive, render, watch
+    from .read import bounded
 
     def read() -> derive.JobStatus:
-        return derive.job_status(reader.job(namespace, args.name))
+        return derive.job_status(bounded(args.timeout, lambda: reader.job(namespace, args.name),
+                                         lambda: reader.server))
 
     if args.watch:
         return watch.watch(read, args.interval)
@@ -105,13 +123,15 @@ def _one(reader, namespace: str, args) -> int:
     return EXIT_OK
 
 
-def _list(reader, namespace: str | None, output: str) -> int:
+def _list(reader, namespace: str | None, output: str, timeout: float) -> int:
     import datetime
     import json
 
     from . import derive, render
+    from .read import bounded
 
-    statuses = [derive.job_status(snapshot) for snapshot in reader.all_jobs(namespace)]
+    snapshots = bounded(timeout, lambda: reader.all_jobs(namespace), lambda: reader.server)
+    statuses = [derive.job_status(snapshot) for snapshot in snapshots]
     if output == "json":
         print(json.dumps(render.listing_json(statuses), indent=1, sort_keys=True))
     elif not statuses:

@@ -22,16 +22,21 @@ from __future__ import annotations
 import datetime
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
+import signal
+import threading
+import time
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 from urllib.parse import quote
 
 from ..backends import jobset, native, tfjob
 from ..concerns import gang, gang_schedulers, labels
 from ..shared import contract
 
-REQUEST_TIMEOUT = 15.0  # seconds for one API request
+REQUEST_TIMEOUT = 15.0  # seconds for one API request (each wait for bytes: a server may trickle them)
 METRICS_TIMEOUT = 3.0  # seconds for one task's metrics through the pod proxy
+METRICS_DEADLINE = 10.0  # seconds for every task's metrics together, however slowly the bytes come
+READ_DEADLINE = 60.0  # seconds for one read of a job, or of the list, in all (`status --timeout`)
 KUEUE_APIS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")  # the first one served is read
 # Kinds as (apiVersion, plural, kind): a list's items come without apiVersion and kind, which decode reads.
 TFJOBS = (tfjob.API_VERSION, "tfjobs", tfjob.KIND)
@@ -44,10 +49,39 @@ NODES = ("v1", "nodes", "Node")
 # The PodGroups whose pods name them by an annotation or a label (Volcano's, the coscheduling plugin's).
 NAMED_BY_POD = [row for row in gang_schedulers.SCHEDULERS.values() if row.group_annotation or row.group_label]
 POD_GROUPS = tuple((row.pod_group, "podgroups", "PodGroup") for row in NAMED_BY_POD)
+T = TypeVar("T")
 
 
 class StatusError(Exception):
     """One line for the user: the cluster unreachable, no such job, not allowed."""
+
+
+class DeadlinePassed(BaseException):
+    """The read's total deadline passed. A BaseException, as KeyboardInterrupt is: no `except Exception` on the
+    way (the Kubernetes client's, urllib3's) may take it for a failed request and carry on."""
+
+
+def bounded(seconds: float, read: Callable[[], T], server: Callable[[], str] = lambda: "") -> T:
+    """read(), or StatusError once `seconds` passed in all. A request's own timeout bounds each wait for bytes,
+    not the request: a server that sends a byte a second never trips it. The deadline is SIGALRM's, so it only
+    holds in the main thread (where the command runs); elsewhere read() runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        return read()
+
+    def expire(signum, frame):
+        raise DeadlinePassed()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return read()
+    except DeadlinePassed:
+        where = server()
+        raise StatusError(f"{'the cluster at ' + where if where else 'the cluster'} did not answer in {seconds:g} s "
+                          "(--timeout SECONDS gives it longer)") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @dataclass
@@ -128,7 +162,7 @@ class Reader:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            return self.objects.get_json(path, query, timeout=timeout)
+            body = self.objects.get_raw(path, query, timeout=timeout, accept="application/json")
         except ApiException as err:
             status = _status_of(err)
             if status == 404:
@@ -145,6 +179,26 @@ class Reader:
             if type(err).__module__.startswith(("urllib3", "socket", "ssl")) or isinstance(err, OSError):
                 raise StatusError(f"cannot reach the cluster at {self.server}: {_reach_error(err)}") from None
             raise
+        return self._decoded(path, body)
+
+    def _decoded(self, path: str, body: bytes) -> dict:
+        """A 2xx answer as the API server gives it: one JSON object (a list's `items` a list of objects). Anything
+        else (a web page, a proxy's login form) means the server is not a Kubernetes API server."""
+        try:
+            found = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            found = None
+            shape = f"something that is not JSON ({_start_of(body)})"
+        else:
+            shape = f"JSON {type(found).__name__}, not an object"
+        if isinstance(found, dict):
+            items = found.get("items", [])
+            if isinstance(items, list) and all(isinstance(i, dict) and isinstance(i.get("metadata", {}), dict)
+                                               for i in items):
+                return found
+            shape = "JSON whose items are not a list of objects"
+        raise StatusError(f"the server at {self.server} answered {path} with {shape}: is it a Kubernetes API server? "
+                          "(the kubeconfig's cluster.server names it)")
 
     def list(self, kind: tuple[str, str, str], namespace: str | None, selector: str = "",
              field_selector: str = "") -> list[dict] | None:
@@ -244,10 +298,27 @@ class Reader:
                 targets[task.name] = (pod["metadata"]["name"], port)
         if not targets:
             return {}
-        with ThreadPoolExecutor(max_workers=min(8, len(targets))) as pool:
-            scrapes = dict(zip(targets, pool.map(lambda target: self._scrape(snapshot.namespace, *target),
-                                                 targets.values())))
-        return dict(sorted(scrapes.items(), key=lambda item: task_order(item[0])))
+        # Daemon threads, 8 at a time, waited for METRICS_DEADLINE in all: a proxy that trickles bytes holds a
+        # thread (each wait has its own timeout, the whole answer none), and an executor's threads would hold
+        # the process's exit too.
+        scrapes: dict[str, Scrape] = {}
+        slots = threading.Semaphore(8)
+
+        def scrape(task: str, pod: str, port: int) -> None:
+            with slots:
+                scrapes[task] = self._scrape(snapshot.namespace, pod, port)
+
+        threads = [threading.Thread(target=scrape, args=(task, *target), daemon=True)
+                   for task, target in targets.items()]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + METRICS_DEADLINE
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        for task, (pod, _) in targets.items():
+            if task not in scrapes:
+                scrapes[task] = Scrape(pod, error=f"no answer through the pod proxy in {METRICS_DEADLINE:g} s")
+        return dict(sorted(dict(scrapes).items(), key=lambda item: task_order(item[0])))
 
     def _scrape(self, namespace: str, pod: str, port: int) -> Scrape:
         from kubernetes.client.exceptions import ApiException
@@ -392,6 +463,14 @@ def _proxy_error(err, pod: str) -> str:
     inner = re.sub(r"\b\d{1,3}(\.\d{1,3}){3}:\d+\b", "its address", inner.replace(pod, "the pod"))
     return f"the API server's pod proxy reached nothing: {inner}" if "error trying to reach" in message \
         else f"HTTP {status}: {inner}"
+
+
+def _start_of(body: bytes) -> str:
+    """How an answer begins, in a few escaped characters: enough to tell a web page from an empty answer."""
+    if not body:
+        return "an empty answer"
+    shown = body[:40].decode("utf-8", errors="replace")
+    return f"it begins {shown!r}" + ("..." if len(body) > 40 else "")
 
 
 def _reach_error(err: Exception) -> str:

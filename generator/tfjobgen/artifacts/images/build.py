@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from ...shared import contract
+from .. import programs
 from . import catalog, oci, recipe, rootfs, store
 from .steps import BuildFailed, Steps, ToolMissing, need
 
@@ -389,6 +390,15 @@ def build_all(names: list[str], list_only: bool = False, quiet: bool = False) ->
     for name in chosen:
         catalog.check(name)
     rows, failed = [], False
+    try:
+        store.check_cache(writing=not list_only)
+    except programs.CacheUnusable as err:
+        print(f"tfjobgen images: {err}", file=sys.stderr)
+        return 1
+    if shutil.which(recipe.GIT) is None:  # else FileNotFoundError deep in the first key
+        print("tfjobgen images: git is not installed: the images' inputs include the repository's HEAD commit, "
+              "which git reads (apt-get install --no-install-recommends git)", file=sys.stderr)
+        return 1
     with _lock(list_only):
         for name in chosen:
             started = time.monotonic()
@@ -398,6 +408,10 @@ def build_all(names: list[str], list_only: bool = False, quiet: bool = False) ->
                 state = "cached"
             elif list_only:
                 state = "out of date" if image else "not built"
+                if store.problem_of(name):
+                    state, failed = "unreadable", True
+                    print(f"tfjobgen images: {store.problem_of(name)}; `tfjobgen images build {name}` replaces it",
+                          file=sys.stderr)
             else:
                 steps = Steps(name, store.cache_root() / "logs" / f"{name}.log", quiet)
                 try:
@@ -430,8 +444,15 @@ class _lock:
 
     def __enter__(self):
         root = store.cache_root()
-        root.mkdir(parents=True, exist_ok=True)
-        self.handle = open(root / ".lock", "w")
+        self.handle = None
+        if self.shared:  # a listing: it makes nothing, and reads a cache it may not write (or none at all)
+            try:
+                self.handle = open(root / ".lock", "rb")
+            except OSError:
+                return self
+        else:
+            root.mkdir(parents=True, exist_ok=True)
+            self.handle = open(root / ".lock", "w")
         mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
         try:
             fcntl.flock(self.handle, mode | fcntl.LOCK_NB)
@@ -441,4 +462,5 @@ class _lock:
         return self
 
     def __exit__(self, *exc):
-        self.handle.close()
+        if self.handle:
+            self.handle.close()

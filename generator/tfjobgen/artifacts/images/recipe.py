@@ -84,14 +84,17 @@ def requirements(extras: tuple[str, ...], repo: Path = REPO) -> list[str]:
     return found
 
 
+GIT = "git"  # build_all checks it is installed before anything reads a key
+
+
 def commit_epoch(repo: Path = REPO) -> int:
     """HEAD's commit time: the epoch of tfjobgen's layer and of the image's `created` (BASE_EPOCH outside git)."""
-    found = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%ct"], capture_output=True, text=True)
+    found = subprocess.run([GIT, "-C", str(repo), "log", "-1", "--format=%ct"], capture_output=True, text=True)
     return int(found.stdout.strip()) if found.returncode == 0 and found.stdout.strip().isdigit() else BASE_EPOCH
 
 
 def revision(repo: Path = REPO) -> str:
-    found = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
+    found = subprocess.run([GIT, "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
     return found.stdout.strip() if found.returncode == 0 else "unknown"
 
 

@@ -33,6 +33,13 @@ class ImageMissing(Exception):
     """An image other code needs is not built; the message says how to build it."""
 
 
+def check_cache(writing: bool) -> Path:
+    """The cache folder, checked for what the caller does (programs.check_cache: the one check of both caches)."""
+    from ..programs import check_cache as check
+
+    return check(cache_root(), CACHE_ENV, "images", writing)
+
+
 @dataclasses.dataclass(frozen=True)
 class BuiltImage:
     name: str  # catalog name, e.g. tfjobgen-runtime
@@ -84,12 +91,42 @@ def built(name: str) -> BuiltImage | None:
         meta = json.loads((where / "image.json").read_text())
     except (OSError, ValueError):
         return None
+    if unreadable(meta):
+        return None
     image = BuiltImage(name=meta["name"], tag=meta["tag"], reference=meta["reference"], digest=meta["digest"],
                        compressed_bytes=meta["compressed_bytes"], uncompressed_bytes=meta["uncompressed_bytes"],
                        built_at=meta["built_at"], folder=where)
     if not (image.archive.is_file() and (image.layout / "index.json").is_file()):
         return None
     return image
+
+
+_META_TYPES = {"name": str, "tag": str, "reference": str, "digest": str, "compressed_bytes": int,
+               "uncompressed_bytes": int, "built_at": str}
+
+
+def unreadable(meta) -> str:
+    """What is wrong with an image.json's content, or "": install() writes an object of _META_TYPES' fields (a
+    file of another shape, edited or of another version, is as good as none: a build replaces it)."""
+    if not isinstance(meta, dict):
+        return f"holds JSON {type(meta).__name__}, not the object `images build` writes"
+    for key, kind in _META_TYPES.items():
+        if not isinstance(meta.get(key), kind) or isinstance(meta.get(key), bool):
+            return f"its {key!r} is {'missing' if key not in meta else type(meta[key]).__name__}, not {kind.__name__}"
+    return ""
+
+
+def problem_of(name: str) -> str:
+    """Why the image's image.json is there and unused ("" when it is absent or fine): for a listing to say."""
+    path = folder(name) / "image.json"
+    try:
+        meta = json.loads(path.read_text())
+    except FileNotFoundError:
+        return ""
+    except (OSError, ValueError) as err:
+        return f"{path}: cannot read it ({getattr(err, 'strerror', None) or err})"
+    problem = unreadable(meta)
+    return f"{path}: {problem}" if problem else ""
 
 
 def require(name: str) -> BuiltImage:

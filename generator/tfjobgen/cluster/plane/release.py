@@ -27,6 +27,31 @@ from ...inputs.profile import ClusterProfile, release
 LOOPBACK_REFUSED_SINCE = (1, 37)
 
 
+# Kubernetes' version skew policy (since 1.28): a kubelet may be up to 3 minor releases older than its API server,
+# never newer.
+KUBELET_OLDER_BY_AT_MOST = 3
+
+
+def kubelet_skew_problem(kubelet: str, api_server: str) -> str:
+    """Why a kubelet of release `kubelet` may not join an API server of `api_server` ("" when it may), compared as
+    numbers ("v1.9" is older than "v1.30"): the version skew policy's rule."""
+    node, plane = release(kubelet), release(api_server)
+    if node > plane:
+        return (f"the nodes' kubelet is {kubelet}, newer than the API server ({api_server}); a kubelet may be as new "
+                "as its API server, never newer (Kubernetes' version skew policy)")
+    if node[0] != plane[0] or plane[1] - node[1] > KUBELET_OLDER_BY_AT_MOST:
+        return (f"the nodes' kubelet is {kubelet}, more than {KUBELET_OLDER_BY_AT_MOST} minor releases older than the "
+                f"API server ({api_server}), which Kubernetes' version skew policy does not allow")
+    return ""
+
+
+def require_built(chosen: "Release") -> None:
+    """The release's control-plane programs are built, or programs.ToolsMissing naming the command that builds them
+    (`tfjobgen cluster tools <family>`)."""
+    for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+        programs.program(name, chosen.version)
+
+
 class ReleaseRefused(Exception):
     """One line: the release is unknown, or older than the profile's clusters."""
 
@@ -57,7 +82,8 @@ class Release:
 
 def choose(profile: ClusterProfile, requested: str) -> Release:
     """The release `cluster up --kubernetes requested` runs ("" for the default), with the gates the profile
-    needs; ReleaseRefused or programs.ToolsMissing (with the command that builds it) when it cannot run."""
+    needs; ReleaseRefused when versions.yaml has no such release or the profile's clusters run a newer one.
+    Whether it is built is require_built's: a flag's mistake is said before "not built"."""
     try:
         family = programs.family_of("kube-apiserver", requested)
     except KeyError as err:
@@ -67,8 +93,6 @@ def choose(profile: ClusterProfile, requested: str) -> Release:
             f"the profile '{profile.name}' is for clusters running Kubernetes {profile.kubernetes_version} or newer "
             f"(spec.kubernetesVersion), and this cluster would run {family.version}: pass --kubernetes "
             f"{profile.kubernetes_version} (or a newer release of cluster-tools/versions.yaml)")
-    for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
-        programs.program(name, family.version)  # ToolsMissing names `tfjobgen cluster tools <family>`
     gang = gang_schedulers.of(profile)  # the gates and APIs its gang scheduler needs (none for most)
     gates = gang.feature_gates + (gang.groups_feature_gates if profile.gang.colocated_groups == "scheduler" else ())
     return Release(family, gates, gang.apis)
