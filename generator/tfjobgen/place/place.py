@@ -12,6 +12,7 @@ scheduler's own reason, whether the topology's promise holds (promises.py), and 
 from __future__ import annotations
 
 import os
+import zlib
 import random
 import time
 from collections import Counter, defaultdict
@@ -325,7 +326,7 @@ def for_review(objects: list[dict], intents: list[dict], profile_file: str | Non
     nodes = nodes_needed(jobs, profile, spare=0)
     try:
         # One local cluster per reviewed cluster and process: `diff` reviews several clusters at once.
-        name = f"review-{os.getpid()}" + (f"-{cluster}" if cluster else "")
+        name = f"review-{os.getpid()}" + (f"-{zlib.crc32(cluster.encode()):08x}" if cluster else "")  # a short name
         runs = run_orders(objects, profile, nodes, list(range(orders)), name, lambda line: None)
     except Exception as err:  # noqa: BLE001 - a note in the review, never a failed diff
         return f"_Placement not checked on a local cluster: {err}_"
