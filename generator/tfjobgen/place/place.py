@@ -12,9 +12,9 @@ scheduler's own reason, whether the topology's promise holds (promises.py), and 
 from __future__ import annotations
 
 import os
-import zlib
 import random
 import time
+import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
