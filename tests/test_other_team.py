@@ -53,7 +53,10 @@ def _env(copy: Path) -> dict[str, str]:
     """The copy's own generator, and no trace of the pytest session running this test (its worker, its test, its
     temporary folder: a session's own goes under the machine's, and one nested in ours makes socket paths too long)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    return {**env, "PYTHONPATH": str(copy / "generator"), "TFJOBGEN_CRD_DIR": str(CRD_DIR),
+    # The folders beside the checkout (../shared) the tests read, found from the checkout, not from the copy.
+    shared = {"TFJOBGEN_CRD_DIR": str(CRD_DIR),
+              "TFJOBGEN_WILD_DIR": env.get("TFJOBGEN_WILD_DIR") or str(REPO.parent / "shared" / "tfjobs-wild")}
+    return {**env, **shared, "PYTHONPATH": str(copy / "generator"),
             "TMPDIR": os.environ["TFJOBGEN_TESTS_MACHINE_TEMP"],  # set by conftest for every session
             "KUSTOMIZE_PLUGIN_HOME": str(copy / "plugins"),
             "PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")}
