@@ -9,8 +9,8 @@ BUILD  := build
 export KUSTOMIZE_PLUGIN_HOME := $(CURDIR)/plugins
 OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kustomization.yaml))
 
-.PHONY: venv checkov cluster-tools images demo build rendered diff test test-fast test-generator test-gitops \
-        test-cluster test-nodes lock clean
+.PHONY: venv checkov cluster-tools images demo build rendered diff repo-checks test test-fast test-generator \
+        test-gitops test-cluster test-nodes lock clean
 
 # The virtual environment, rebuilt when pyproject.toml or the pins change. constraints.txt pins
 # every package, so a fresh clone installs exactly what CI tested (a newer PyYAML once broke a
@@ -56,6 +56,13 @@ rendered: venv
 BASE ?= origin/main
 diff: venv
 	$(BIN)/tfjobgen diff $(BASE)
+
+# The repository's own jobs, checked as the jobs pipeline checks them, whatever jobs/ and overlays/ hold: every
+# job valid, every overlay built (make build), rendered/ what `tfjobgen hydrate` writes. Not the tool's tests:
+# those read their own sample repository (tests/fixtures/sample-repo), so a team's jobs never break them.
+repo-checks: build
+	$(BIN)/tfjobgen validate jobs/
+	$(BIN)/tfjobgen hydrate --check
 
 # The local cluster's programs (etcd, Kubernetes, KWOK, kustomize, the controllers), built from Go
 # modules into ~/.cache/tfjobgen/cluster-tools (outside the clone): the first time takes minutes

@@ -23,9 +23,16 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
-JOBS = REPO / "jobs"
-OVERLAYS = sorted(p.parent.name for p in (REPO / "overlays").glob("*/kustomization.yaml"))
+# The tool's tests read a sample team's data of their own, never the repository's jobs/, overlays/, bases/,
+# argocd/base/ or rendered/: those are the team's (a team replaces them with its own; `make repo-checks`
+# checks whatever they hold). The sample started as a copy of the seed's examples and may diverge from them.
+SAMPLE = TESTS / "fixtures" / "sample-repo"
+JOBS = SAMPLE / "jobs"
+OVERLAYS = sorted(p.parent.name for p in (SAMPLE / "overlays").glob("*/kustomization.yaml"))
 PLUGIN_HOME = REPO / "plugins"
+# A working tree is the tool's parts, from this repository, with a team's data beside them (sample_repo()).
+TOOL_PARTS = ("generator", "plugins", "schemas", "argocd", "pyproject.toml")
+DATA_PARTS = ("jobs", "bases", "overlays", "argocd/base", "rendered")
 REQUIRE_TOOLS = os.environ.get("TFJOBGEN_REQUIRE_TOOLS") == "1"
 
 sys.path.insert(0, str(REPO / "generator"))  # the package, even without an install
@@ -255,16 +262,41 @@ def kpt() -> str:
                 "it comes with the google-cloud-cli-kpt package (dpkg -L google-cloud-cli-kpt)")
 
 
+def sample_repo(destination: Path, data: Path = SAMPLE, parts: tuple[str, ...] = DATA_PARTS) -> Path:
+    """A working tree at `destination`: the tool's parts copied from this repository, then a team's data (`parts`
+    of `data`, the sample's unless told) in place of the repository's own. The one place tests assemble a tree.
+    `destination` may be a clone of this checkout already (a git repository to commit to)."""
+    destination.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in TOOL_PARTS:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, destination / name, ignore=ignore, dirs_exist_ok=True)
+        else:
+            shutil.copy(REPO / name, destination / name)
+    for name in DATA_PARTS:  # argocd/base came with argocd/: the repository's project is the team's data too
+        shutil.rmtree(destination / name, ignore_errors=True)
+    for name in parts:
+        if (data / name).is_dir():
+            shutil.copytree(data / name, destination / name, ignore=ignore)
+    return destination
+
+
+@pytest.fixture(scope="session")
+def sample_tree(tmp_path_factory) -> Path:
+    """The sample repository as a working tree (sample_repo()), made once a process: treat it as read-only."""
+    return sample_repo(tmp_path_factory.mktemp("sample") / "repo")
+
+
 def tfjobgen_command() -> list[str]:
     return [sys.executable, "-m", "tfjobgen"]
 
 
 @uses("slow")
 def run_tfjobgen(*args: str, stdin: str | None = None, cwd: Path | None = None, env: dict | None = None):
-    """Run the CLI as a user would, in its own process."""
+    """Run the CLI as a user would, in its own process (in the sample repository unless told)."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO / "generator"), **(env or {})}
     return subprocess.run(tfjobgen_command() + list(args), input=stdin, capture_output=True, text=True,
-                          cwd=cwd or REPO, env=full_env, timeout=120)
+                          cwd=cwd or SAMPLE, env=full_env, timeout=120)
 
 
 @uses("kubectl")
@@ -290,7 +322,7 @@ def built_overlays() -> dict[str, str]:
     """Every overlay built once with kubectl kustomize: name -> output text."""
     result = {}
     for overlay in OVERLAYS:
-        proc = kustomize_build(REPO / "overlays" / overlay)
+        proc = kustomize_build(SAMPLE / "overlays" / overlay)
         assert proc.returncode == 0, f"overlays/{overlay} failed to build:\n{proc.stderr}"
         result[overlay] = proc.stdout
     return result

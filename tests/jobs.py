@@ -23,7 +23,7 @@ from tfjobgen.inputs import source
 from tfjobgen.inputs.intents import Intent
 from tfjobgen.shared import contract
 
-# Every example job file of jobs/ (each a TrainingJob; the kustomization lists them).
+# Every example job file of the sample repository's jobs/ (tests/fixtures/sample-repo; its kustomization lists them).
 JOB_FILES = sorted(p for p in JOBS.glob("*.yaml") if p.name != "kustomization.yaml")
 
 # The smallest valid job, written out line by line: tests that assert the line of a problem edit it.

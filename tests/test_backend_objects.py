@@ -16,7 +16,7 @@ import functools
 import json
 
 import pytest
-from conftest import JOBS, REPO
+from conftest import JOBS, SAMPLE
 from gitops.gitops_support import crd_dir
 
 from jobs import JOB_FILES, example
@@ -543,7 +543,7 @@ def test_what_completes_a_jobset_or_tfjob_and_so_ends_every_other_task():
 def test_tfjob_warns_where_workers_may_be_preempted():
     """An evicted or preempted pod fails a whole TFJob (the operator v1.9.4 on a local cluster): a cluster whose
     PS preempt workers is told so at spec.backend, and told jobset or native keep the job running."""
-    seed = pipeline.load_profile(str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"))
+    seed = pipeline.load_profile(str(SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"))
     assert seed.priority_classes.get("ps")
     warned = [p for p in expand(JOBS / "ctr-jobset.yaml", "tfjob", seed).problems if p.field == "spec.backend"]
     assert [p.is_error for p in warned] == [False]

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 import yaml
-from conftest import REPO, need, render, uses
+from conftest import REPO, SAMPLE, need, render, uses
 
 from tfjobgen.expand import emit, summary
 
@@ -35,8 +35,8 @@ def _examples(folder) -> dict[str, list[dict]]:
     for case in sorted(p for p in GOLDEN.iterdir() if (p / "expected.yaml").exists()):
         examples[f"golden-{case.name}.yaml"] = (case / "expected.yaml").read_text()
     for pattern in RENDERED_SAMPLE:
-        for path in sorted((REPO / "rendered").glob(pattern)):
-            examples["rendered-" + "-".join(path.relative_to(REPO / "rendered").parts)] = path.read_text()
+        for path in sorted((SAMPLE / "rendered").glob(pattern)):
+            examples["rendered-" + "-".join(path.relative_to(SAMPLE / "rendered").parts)] = path.read_text()
     pinned = yaml.safe_load((GOLDEN / "spread-tf2" / "job.yaml").read_text())
     pinned["metadata"]["name"] = "pinned"
     pinned["spec"]["image"] = DIGEST

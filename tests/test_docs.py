@@ -7,16 +7,26 @@ import shutil
 import subprocess
 import sys
 
-from conftest import REPO
+from conftest import REPO, SAMPLE
+
+
+def _run_in_a_copy(script: str, tmp_path, *args: str) -> str:
+    """Run a docs script in a copy (the working tree stays as it is) whose jobs/ and overlays/ are the sample
+    repository's: the pages show the seed's examples, which the tests keep in tests/fixtures, while the
+    repository's own jobs/ and overlays/ are whatever the team's are. Returns what the script printed."""
+    for name in ("generator", "schemas", "tests"):
+        (tmp_path / name).symlink_to(REPO / name)
+    for name in ("jobs", "overlays"):
+        (tmp_path / name).symlink_to(SAMPLE / name)
+    (tmp_path / script).parent.mkdir(parents=True)
+    shutil.copy(REPO / script, tmp_path / script)
+    return subprocess.run([sys.executable, str(tmp_path / script), *args], check=True, capture_output=True,
+                          text=True).stdout
 
 
 def _regenerated(script: str, output: str, tmp_path, *args: str) -> tuple[str, str]:
-    """The committed page and the one `script` writes now, written into a copy (the working tree stays as it is)."""
-    for name in ("generator", "schemas", "jobs", "tests", "overlays"):
-        (tmp_path / name).symlink_to(REPO / name)
-    (tmp_path / script).parent.mkdir(parents=True)
-    shutil.copy(REPO / script, tmp_path / script)
-    subprocess.run([sys.executable, str(tmp_path / script), *args], check=True, capture_output=True)
+    """The committed page and the one `script` writes now, in a copy."""
+    _run_in_a_copy(script, tmp_path, *args)
     return (REPO / output).read_text(), (tmp_path / output).read_text()
 
 
@@ -30,9 +40,8 @@ def test_the_refusal_catalogue_page_counts_every_case(tmp_path):
     assert committed == fresh, "docs/refusals.md is stale: run .venv/bin/python docs/generate/refusals.py"
 
 
-def test_the_seed_scenes_table_in_plan_md_is_what_tfjobgen_plan_says():
-    printed = subprocess.run([sys.executable, str(REPO / "docs/generate/plan_scenes.py")], check=True, capture_output=True,
-                             text=True).stdout
+def test_the_seed_scenes_table_in_plan_md_is_what_tfjobgen_plan_says(tmp_path):
+    printed = _run_in_a_copy("docs/generate/plan_scenes.py", tmp_path)
     assert printed.strip() in (REPO / "docs/plan.md").read_text(), \
         "docs/plan.md's scene table is stale: paste the output of .venv/bin/python docs/generate/plan_scenes.py"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
-from conftest import run_tfjobgen
+from conftest import SAMPLE, run_tfjobgen
 from jobs import SMALL_JOB as GOOD
 
 
@@ -153,10 +153,8 @@ def test_the_cpu_manager_warning_is_for_cpuset_jobs_and_said_once(tmp_path):
 
 
 def test_capacity_is_what_pods_get_after_the_reserved_cpus(tmp_path):
-    from conftest import REPO
-
     (tmp_path / "job.yaml").write_text(job(**{PS: "    ps: {replicas: 2, cpu: 80, memory: 8Gi}"}))
-    seed = str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml")  # 80 cores, 1 reserved
+    seed = str(SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml")  # 80 cores, 1 reserved
     proc = run_tfjobgen("validate", "job.yaml", "--profile", seed, cwd=tmp_path)
     assert proc.returncode == 1
     assert "spec.roles.ps: one ps (80 CPU, 8Gi) does not fit on a node (79 CPU, 256Gi in profile 'seed-80c')" \

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import JOBS, REPO, kpt, load_yaml_stream, run_tfjobgen
+from conftest import JOBS, REPO, SAMPLE, kpt, load_yaml_stream, run_tfjobgen
 
 from tfjobgen.expand import krm, pipeline
 
@@ -36,7 +36,7 @@ OTHER = {
 
 
 # A profile with nothing to warn about (CPU-manager nodes named, their reserved CPU said).
-PROFILE = yaml.safe_load((REPO / "overlays" / "seed-80c" / "cluster-profile.yaml").read_text())
+PROFILE = yaml.safe_load((SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml").read_text())
 
 
 def _resource_list(*items, config=None) -> str:
@@ -60,7 +60,7 @@ def _intent(**changes) -> dict:
 
 def test_intents_are_expanded_and_everything_else_passes_through():
     text = _resource_list(OTHER, _intent(), OTHER | {"metadata": OTHER["metadata"] | {"name": "after"}}, config=PROFILE)
-    output, code = krm.run_resource_list(text, str(REPO), stderr=io.StringIO())
+    output, code = krm.run_resource_list(text, str(SAMPLE), stderr=io.StringIO())
     assert code == 0
     [result] = load_yaml_stream(output)
     items = result["items"]
@@ -72,7 +72,7 @@ def test_intents_are_expanded_and_everything_else_passes_through():
 
 
 def test_no_function_config_means_the_embedded_default_profile():
-    output, code = krm.run_resource_list(_resource_list(_intent()), str(REPO), stderr=io.StringIO())
+    output, code = krm.run_resource_list(_resource_list(_intent()), str(SAMPLE), stderr=io.StringIO())
     assert code == 0
     jobs = [i for i in load_yaml_stream(output)[0]["items"] if i["kind"] == "Job"]
     assert all("nodeSelector" not in j["spec"]["template"]["spec"] for j in jobs), "default profile: no pools"
@@ -80,9 +80,9 @@ def test_no_function_config_means_the_embedded_default_profile():
 
 def test_kpt_placeholder_config_is_the_default_and_key_value_config_is_refused():
     placeholder = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "function-input"}}
-    assert krm.run_resource_list(_resource_list(_intent(), config=placeholder), str(REPO), io.StringIO())[1] == 0
+    assert krm.run_resource_list(_resource_list(_intent(), config=placeholder), str(SAMPLE), io.StringIO())[1] == 0
     keyvalue = placeholder | {"data": {"workers": "3"}}
-    output, code = krm.run_resource_list(_resource_list(_intent(), config=keyvalue), str(REPO), io.StringIO())
+    output, code = krm.run_resource_list(_resource_list(_intent(), config=keyvalue), str(SAMPLE), io.StringIO())
     assert code == 1 and "must be a ClusterProfile" in load_yaml_stream(output)[0]["results"][0]["message"]
 
 
@@ -90,7 +90,7 @@ def test_invalid_intent_gives_results_and_a_nonzero_exit():
     bad = _intent(**{"spec.roles.worker.cpu": "300m", "metadata.annotations": {
         "internal.config.kubernetes.io/path": "jobs/wide-deep.yaml"}})
     stderr = io.StringIO()
-    output, code = krm.run_resource_list(_resource_list(OTHER, bad), str(REPO), stderr=stderr)
+    output, code = krm.run_resource_list(_resource_list(OTHER, bad), str(SAMPLE), stderr=stderr)
     assert code == 1
     [result] = load_yaml_stream(output)
     [entry] = [r for r in result["results"] if r["severity"] == "error"]
@@ -104,24 +104,24 @@ def test_invalid_intent_gives_results_and_a_nonzero_exit():
 
 
 def test_a_build_without_any_intent_is_refused_unless_allowed():
-    output, code = krm.run_resource_list(_resource_list(OTHER), str(REPO), stderr=io.StringIO())
+    output, code = krm.run_resource_list(_resource_list(OTHER), str(SAMPLE), stderr=io.StringIO())
     assert code == 1 and "refusing to emit a set without jobs" in load_yaml_stream(output)[0]["results"][0]["message"]
     allow = {"apiVersion": "tfjobgen.dev/v1alpha1", "kind": "ClusterProfile", "metadata": {"name": "p"},
              "spec": {"allowNoJobs": True}}
-    output, code = krm.run_resource_list(_resource_list(OTHER, config=allow), str(REPO), stderr=io.StringIO())
+    output, code = krm.run_resource_list(_resource_list(OTHER, config=allow), str(SAMPLE), stderr=io.StringIO())
     assert code == 0 and load_yaml_stream(output)[0]["items"] == [OTHER]
 
 
 def test_a_generated_object_that_collides_with_an_existing_one_is_an_error():
     clash = OTHER | {"metadata": {"name": "wide-deep-cluster", "namespace": "ml-training"}}
-    output, code = krm.run_resource_list(_resource_list(clash, _intent()), str(REPO), stderr=io.StringIO())
+    output, code = krm.run_resource_list(_resource_list(clash, _intent()), str(SAMPLE), stderr=io.StringIO())
     assert code == 1
     assert "generates ConfigMap ml-training/wide-deep-cluster" in load_yaml_stream(output)[0]["results"][0]["message"]
 
 
 def test_input_that_is_not_a_resource_list_is_refused():
     for text in ("items: []\n", "a: &x [1]\nb: *x\n", "- just\n- a list\n"):
-        output, code = krm.run_resource_list(text, str(REPO), stderr=io.StringIO())
+        output, code = krm.run_resource_list(text, str(SAMPLE), stderr=io.StringIO())
         assert code == 1 and "results" in load_yaml_stream(output)[0]
 
 
@@ -187,7 +187,7 @@ def test_the_function_answers_input_that_is_no_resource_list_with_one(stdin):
 
 def test_legacy_plugin_passes_other_documents_through_as_text(tmp_path):
     """kustomize's exec plugin convention: profile file in argv, objects on stdin; other objects are not even parsed."""
-    profile = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
+    profile = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"
     other = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: raw\n  namespace: x\ndata:\n  k: 'odd   spacing'\n"
     stdin = other + "---\n" + JOB
     proc = run_tfjobgen("krm", str(profile), stdin=stdin, cwd=tmp_path)
@@ -199,7 +199,7 @@ def test_legacy_plugin_passes_other_documents_through_as_text(tmp_path):
 
 def test_kpt_runs_the_function_over_the_jobs_folder():
     proc = subprocess.run([kpt(), "fn", "eval", str(JOBS), "--exec", "tfjobgen-krm", "--fn-config",
-                           str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"), "-o", "stdout"],
+                           str(SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"), "-o", "stdout"],
                           capture_output=True, text=True, env=_path_with_venv())
     assert proc.returncode == 0, proc.stderr
     items = load_yaml_stream(proc.stdout)[0]["items"]
@@ -241,7 +241,7 @@ def test_a_profile_rule_is_reported_once_per_build_at_the_profile():
     """Rules about the profile alone are checked once, not once per job, and point at the profile."""
     second = _intent(**{"metadata.name": "wide-deep-2"})
     ports = PROFILE | {"spec": PROFILE["spec"] | {"ports": {"grpc": 2300, "control": 2300}}}
-    output, code = krm.run_resource_list(_resource_list(_intent(), second, config=ports), str(REPO), io.StringIO())
+    output, code = krm.run_resource_list(_resource_list(_intent(), second, config=ports), str(SAMPLE), io.StringIO())
     [result] = load_yaml_stream(output)
     [entry] = result["results"]
     assert code == 1 and entry["severity"] == "error"

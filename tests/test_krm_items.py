@@ -9,7 +9,7 @@ import io
 
 import pytest
 import yaml
-from conftest import JOBS, REPO, load_yaml_stream
+from conftest import JOBS, SAMPLE, load_yaml_stream
 
 from tfjobgen.expand import krm
 
@@ -21,7 +21,7 @@ def run(*items) -> tuple[str, int, str]:
     text = yaml.safe_dump({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
                            "items": [copy.deepcopy(i) for i in items]})
     stderr = io.StringIO()
-    output, code = krm.run_resource_list(text, str(REPO), stderr=stderr)
+    output, code = krm.run_resource_list(text, str(SAMPLE), stderr=stderr)
     return output, code, stderr.getvalue()
 
 
@@ -53,7 +53,7 @@ def test_a_job_given_as_the_function_config_is_called_a_job():
     text = yaml.safe_dump({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [JOB],
                            "functionConfig": copy.deepcopy(JOB)})
     stderr = io.StringIO()
-    output, code = krm.run_resource_list(text, str(REPO), stderr=stderr)
+    output, code = krm.run_resource_list(text, str(SAMPLE), stderr=stderr)
     lines = [line for line in stderr.getvalue().splitlines() if not line.startswith("tfjobgen: ")]
     assert code == 1 and lines == [
         f"<stdin>: functionConfig: the function config is TrainingJob {JOB['metadata']['name']}, not a ClusterProfile: "

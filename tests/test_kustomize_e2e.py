@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 from cluster_dns import ClusterDNS
-from conftest import OVERLAYS, REPO, kubectl, kustomize_build, load_yaml_stream, need
+from conftest import OVERLAYS, REPO, SAMPLE, kubectl, kustomize_build, load_yaml_stream, need
 
 from jobs import JOB_FILES
 from tfjobgen import backends
@@ -90,7 +90,7 @@ def test_every_tf_config_names_the_pod_it_runs_in(overlay_objects):
 
 def test_build_is_deterministic(built_overlays):
     overlay = OVERLAYS[0]
-    again = kustomize_build(REPO / "overlays" / overlay, env={"PYTHONHASHSEED": "4242"})
+    again = kustomize_build(SAMPLE / "overlays" / overlay, env={"PYTHONHASHSEED": "4242"})
     assert again.returncode == 0 and again.stdout == built_overlays[overlay]
 
 
@@ -109,11 +109,11 @@ def test_overlays_patch_intents_before_expansion(overlay_objects):
 
 
 def _copy_overlay(tmp_path, profile_text: str | None = None):
-    """A throwaway repository copy (jobs, bases, one overlay) to break things in."""
+    """A throwaway copy of the sample's jobs, bases and one overlay to break things in."""
     for folder in ("jobs", "bases"):
-        shutil.copytree(REPO / folder, tmp_path / folder)
+        shutil.copytree(SAMPLE / folder, tmp_path / folder)
     overlay = tmp_path / "overlays" / "x"
-    shutil.copytree(REPO / "overlays" / "seed-80c", overlay)
+    shutil.copytree(SAMPLE / "overlays" / "seed-80c", overlay)
     if profile_text is not None:
         (overlay / "cluster-profile.yaml").write_text(profile_text)
     return overlay
@@ -128,7 +128,7 @@ def test_without_the_plugin_the_build_fails_loudly(tmp_path):
 def test_if_the_function_is_skipped_the_intents_come_out_unchanged(tmp_path):
     """An exec KRM function that kustomize skips (kubectl has no --enable-exec) leaves the intents in
     the output, so `kubectl apply` fails on the unknown kind instead of pruning running jobs."""
-    profile = (REPO / "overlays" / "seed-80c" / "cluster-profile.yaml").read_text().replace(
+    profile = (SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml").read_text().replace(
         "metadata:\n  name: seed-80c\n",
         "metadata:\n  name: seed-80c\n  annotations:\n    config.kubernetes.io/function: |\n"
         "      exec:\n        path: tfjobgen-krm\n")
@@ -142,7 +142,7 @@ def test_if_the_function_is_skipped_the_intents_come_out_unchanged(tmp_path):
 
 def test_a_profile_rule_names_the_line_of_the_users_profile_not_kustomizes_copy(tmp_path):
     """kustomize hands the plugin a temporary copy of the profile; the error points at the user's file."""
-    profile = (REPO / "overlays" / "seed-80c" / "cluster-profile.yaml").read_text()
+    profile = (SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml").read_text()
     overlay = _copy_overlay(tmp_path, profile.replace("reservedCpus: 1", "reservedCpus: 0"))
     line = next(i for i, text in enumerate(profile.splitlines(), 1) if "reservedCpus" in text)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
@@ -167,10 +167,10 @@ def test_an_invalid_job_stops_the_whole_build_with_its_file_and_line(tmp_path):
 def test_a_value_an_overlay_patch_wrote_is_reported_at_the_patch(tmp_path):
     """The job file still says 32 workers; the overlay's patch says 0: the line to fix is the patch's."""
     overlay = _copy_overlay(tmp_path)
-    prod = (REPO / "overlays" / "prod-96c" / "kustomization.yaml").read_text()
+    prod = (SAMPLE / "overlays" / "prod-96c" / "kustomization.yaml").read_text()
     (overlay / "kustomization.yaml").write_text(prod.replace("value: 48", "value: 0"))
     line = next(i for i, text in enumerate(prod.splitlines(), 1) if "path: /spec/roles/worker/replicas" in text)
-    job_line = next(i for i, text in enumerate((REPO / "jobs" / "wide-deep.yaml").read_text().splitlines(), 1)
+    job_line = next(i for i, text in enumerate((SAMPLE / "jobs" / "wide-deep.yaml").read_text().splitlines(), 1)
                     if "worker: {replicas: 32" in text)
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     proc = kustomize_build(overlay)
@@ -200,6 +200,6 @@ def test_standalone_kustomize_gives_the_same_bytes(built_overlays):
     env = {**os.environ, "KUSTOMIZE_PLUGIN_HOME": str(REPO / "plugins")}
     for overlay in OVERLAYS:
         proc = subprocess.run([kustomize, "build", "--enable-alpha-plugins", "--enable-exec",
-                               str(REPO / "overlays" / overlay)], capture_output=True, text=True, env=env)
+                               str(SAMPLE / "overlays" / overlay)], capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout == built_overlays[overlay]

@@ -10,7 +10,7 @@ checks the fields themselves for 1.30, 1.33 and 1.37).
 from __future__ import annotations
 
 import pytest
-from conftest import JOBS, REPO, problems_of, render
+from conftest import JOBS, REPO, SAMPLE, problems_of, render
 
 from tfjobgen import backends
 from tfjobgen.backends import jobset as jobset_backend
@@ -166,7 +166,7 @@ def test_a_program_of_ones_own_without_a_deadline_is_warned_that_nothing_ends_it
     text = STAR.read_text()
     [warning] = [w for w in _warnings(text, tmp_path) if w.field == "spec.command"]
     assert "nothing ends this job's 2 PS" in warning.message and "activeDeadlineSeconds" in warning.message
-    seed = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"  # sets ownProgramDeadlineSeconds
+    seed = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"  # sets ownProgramDeadlineSeconds
     assert not [w for w in _warnings(text, tmp_path, profile=seed) if w.field == "spec.command"]
     jobs = [o for o in render(STAR, profile=seed) if o["kind"] == "Job"]
     assert {j["spec"]["activeDeadlineSeconds"] for j in jobs} == {259200}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import REPO
+from conftest import SAMPLE
 
 from tfjobgen.harness import gangs
 from tfjobgen.expand import pipeline
 
-SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
+SEED = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"
 
 
 def _errors(document: dict) -> list[str]:

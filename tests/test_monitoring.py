@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pss
 import pytest
-from conftest import REPO, crd_dir, problems_of, render
+from conftest import REPO, SAMPLE, crd_dir, problems_of, render
 
 from jobs import job_yaml
 from tfjobgen import backends
@@ -106,7 +106,7 @@ def test_prod_dashboard_is_loadable_json_with_a_row_per_ps(overlay_objects):
 
 
 def test_monitoring_off_emits_no_monitoring_objects():
-    objects = render(REPO / "jobs" / "wide-deep.yaml")
+    objects = render(SAMPLE / "jobs" / "wide-deep.yaml")
     assert not _of_kind(objects, "PodMonitor") and not _of_kind(objects, "PrometheusRule")
     pod = backends.pods_of(objects)[0]
     assert {"name": "metrics", "containerPort": 2225, "protocol": "TCP"} in pod.container["ports"], \
@@ -139,7 +139,7 @@ def gpu_job(workers: int, gpus: int, **topology) -> str:
 
 
 def test_a_gpu_job_on_a_profile_without_gpus_is_refused(tmp_path):
-    (problem,) = [p for p in problems_of(gpu_job(workers=2, gpus=1), tmp_path, REPO / "overlays" / "seed-80c" /
+    (problem,) = [p for p in problems_of(gpu_job(workers=2, gpus=1), tmp_path, SAMPLE / "overlays" / "seed-80c" /
                                          "cluster-profile.yaml") if p.is_error]
     assert problem.field == "spec.roles.worker.gpu" and problem.line == 10
     assert "has no GPU nodes (spec.gpu)" in problem.message
@@ -255,7 +255,7 @@ def test_the_pod_alerts_select_the_pods_each_controller_names(backend, tmp_path)
     import re
 
     job = tmp_path / "job.yaml"
-    job.write_text((REPO / "jobs" / "wide-deep.yaml").read_text().replace(
+    job.write_text((SAMPLE / "jobs" / "wide-deep.yaml").read_text().replace(
         "spec:\n", f"spec:\n  backend: {backend}\n", 1))
     objects = render(job, profile=GOLDEN_GPU / "profile.yaml")
     [rule] = _of_kind(objects, "PrometheusRule")

@@ -14,7 +14,7 @@ import re
 import struct
 
 import pytest
-from conftest import JOBS, OVERLAYS, REPO, need, run_tfjobgen
+from conftest import JOBS, OVERLAYS, REPO, SAMPLE, need, run_tfjobgen
 
 from tfjobgen.concerns import capacity
 from tfjobgen.concerns.workload import RULES_ON_PS, RULES_ON_WORKER, Workload, of_job
@@ -25,7 +25,7 @@ from tfjobgen.planner import advice as advice_lib
 from tfjobgen.planner import report, traffic
 from tfjobgen.shared.variable_placement import reference_model, round_robin, sharding
 
-SEED_PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
+SEED_PROFILE = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"
 
 
 def _validated(path, profile=None):
@@ -482,7 +482,7 @@ def test_every_advice_of_every_example_passes_validate_when_applied():
     """What plan advises, written into the job file, is a job tfjobgen accepts on that cluster."""
     applied = 0
     for overlay in [None] + OVERLAYS:
-        profile = pipeline.load_profile(str(REPO / "overlays" / overlay / "cluster-profile.yaml") if overlay
+        profile = pipeline.load_profile(str(SAMPLE / "overlays" / overlay / "cluster-profile.yaml") if overlay
                                         else None)
         intents, _ = pipeline.load_intents([str(JOBS)])
         for intent in intents:

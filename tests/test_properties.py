@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 from cluster_dns import ClusterDNS
-from conftest import REPO
+from conftest import SAMPLE
 from gitops.gitops_support import crd_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -260,7 +260,7 @@ def test_tfjobgen_validate_never_crashes_on_a_mutated_job_file(text):
     _assert_located(code, stderr, summaries=("1 TrainingJob(s) checked", "0 TrainingJob(s) checked"))
 
 
-PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
+PROFILE = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"
 OTHER = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n  namespace: ml\ndata:\n  on: 'yes'\n"
 
 

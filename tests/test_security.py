@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import pss
-from conftest import REPO, render
+from conftest import REPO, SAMPLE, render
 
 from tfjobgen import backends
 from tfjobgen.concerns import labels
@@ -34,7 +34,7 @@ def test_every_pod_meets_the_restricted_pod_security_standard(overlay_objects):
 
 
 def test_the_checker_catches_what_it_should():
-    job = render(REPO / "jobs" / "wide-deep.yaml")
+    job = render(SAMPLE / "jobs" / "wide-deep.yaml")
     spec = next(o for o in job if o["kind"] == "Job")["spec"]["template"]["spec"]
     assert pss.violations(spec) == []
     for breakage in (lambda s: s.update(hostNetwork=True),

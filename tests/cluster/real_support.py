@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cluster_support import LocalCluster, local_cluster, need_cluster_tools
-from conftest import JOBS, REPO, crd_dir, need, uses
+from conftest import JOBS, SAMPLE, crd_dir, need, uses
 
 from tfjobgen.backends.base import DecodedJob
 from tfjobgen.artifacts import programs
@@ -25,7 +25,7 @@ from tfjobgen.harness import conformance
 from tfjobgen.expand import pipeline
 from tfjobgen.place import place
 
-PROFILES = {name: REPO / "overlays" / name / "cluster-profile.yaml" for name in ("seed-80c", "prod-96c")}
+PROFILES = {name: SAMPLE / "overlays" / name / "cluster-profile.yaml" for name in ("seed-80c", "prod-96c")}
 # spec.gang of each gang setting (a cell's profile is the base profile with it).
 GANGS = conformance.GANG_SETTINGS  # spec.gang of each gang setting
 CONTROLLERS = ("jobset-controller", "training-operator")  # every cell needs both (and the Job controller)

@@ -18,13 +18,13 @@ from cluster_support import (
     signals_as_a_terminal_gives_them,
     tfjobgen,
 )
-from conftest import REPO, tfjobgen_command
+from conftest import REPO, SAMPLE, tfjobgen_command
 
 from tfjobgen.cluster import home, processes
 from tfjobgen.artifacts import programs
 
-PROD = REPO / "overlays" / "prod-96c" / "cluster-profile.yaml"
-SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
+PROD = SAMPLE / "overlays" / "prod-96c" / "cluster-profile.yaml"
+SEED = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"
 
 
 def test_nodes_are_shaped_as_the_profile_says():

@@ -20,22 +20,33 @@ from pathlib import Path
 import pytest
 import yaml
 from cluster_support import SESSION_HOME, leftovers, local_cluster, need_cluster_tools, tfjobgen
-from conftest import REPO, need
+from conftest import REPO, SAMPLE, need, sample_repo
 
-from tfjobgen.harness.argocd_loop import SEED_PROFILE, ArgoCD, Repo, Seen, job_objects, job_pods, located, small_job
+from tfjobgen.harness.argocd_loop import ArgoCD, Repo, Seen, job_objects, job_pods, located, small_job
+
+SEED_PROFILE = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"
 
 pytestmark = [pytest.mark.cluster, pytest.mark.git, pytest.mark.kubectl]  # hydrate builds with kubectl
 
 CLUSTER, TEAM, OTHER_TEAM = "seed-80c", "ml-training", "placement-experiments"
 APP, OTHER_APP = f"tfjobgen-{CLUSTER}-{TEAM}", f"tfjobgen-{CLUSTER}-{OTHER_TEAM}"
 JOB, JOBSET_JOB = "live-small", "live-jobset"
-# A sample of the repository's jobs, one per kind of thing they exercise: a JobSet (the Lua health check),
+# A sample of the sample repository's jobs, one per kind of thing they exercise: a JobSet (the Lua health check),
 # cpuset and pools (wide-deep, deeprec-starserver), each team. The rest of the overlay's 400 Jobs would only
 # make each of Argo CD's comparisons (every 5 s) take 15 s of CPU here; make demo-gitops syncs them all.
-SAMPLE = ["ctr-jobset", "deeprec-starserver", "wide-deep", "scene1-case1", "scene2-case1"]
+SAMPLE_JOBS = ["ctr-jobset", "deeprec-starserver", "wide-deep", "scene1-case1", "scene2-case1"]
 NODES = 24  # every pod of the sample placed (1,254 CPUs on 79-CPU nodes): no pending PS preempts a watched job
 # Seconds from a commit to Argo CD's answer: a reconciliation period (5 s), a build, a sync, on 2 busy cores.
 ANSWER = 90
+
+
+def sample_clone(path: Path) -> Repo:
+    """A git clone of this checkout with the sample repository's jobs, overlays and project in place of its own."""
+    repo = Repo.clone(REPO, path)
+    sample_repo(repo.path)
+    if repo.git("status", "--porcelain"):
+        repo.commit("The sample repository's data")
+    return repo
 
 
 class Live:
@@ -95,8 +106,8 @@ class Live:
 def live(tmp_path_factory):
     need_cluster_tools("argocd", "kustomize")
     need("redis-server", shutil.which("redis-server"), "Argo CD's cache: apt-get install redis-server")
-    repo = Repo.clone(REPO, tmp_path_factory.mktemp("gitops") / "repo")
-    repo.keep_jobs(SAMPLE)
+    repo = sample_clone(tmp_path_factory.mktemp("gitops") / "repo")
+    repo.keep_jobs(SAMPLE_JOBS)
     with local_cluster(SEED_PROFILE, NODES, "--argocd", str(repo.path)) as cluster:
         argocd = ArgoCD(cluster.kubeconfig, cluster.state()["ports"]["argocd redis"])
         try:
@@ -333,9 +344,9 @@ def test_a_repository_argo_cd_cannot_follow_gets_one_line_and_starts_nothing(tmp
     need_cluster_tools("argocd", "kustomize")
     plain = tmp_path / "plain"
     plain.mkdir()
-    detached = Repo.clone(REPO, tmp_path / "detached")
+    detached = sample_clone(tmp_path / "detached")
     detached.git("checkout", "--quiet", "--detach")
-    clone = Repo.clone(REPO, tmp_path / "clone")
+    clone = sample_clone(tmp_path / "clone")
     cases = {
         ("--argocd", str(tmp_path / "missing")): f"--argocd {tmp_path / 'missing'}: no such folder (a local git "
                                                  "repository: a path or a file:// URL)",
@@ -357,7 +368,7 @@ def test_a_repository_argo_cd_cannot_follow_gets_one_line_and_starts_nothing(tmp
 def test_a_failed_argo_cd_start_says_why_and_leaves_nothing_running(tmp_path):
     """A plugin.yaml the cmp-server refuses: every process `cluster up` started is stopped, its folder removed."""
     need_cluster_tools("argocd", "kustomize")
-    repo = Repo.clone(REPO, tmp_path / "repo")
+    repo = sample_clone(tmp_path / "repo")
     plugin = repo.path / "argocd" / "plugin" / "plugin.yaml"
     plugin.write_text(plugin.read_text().replace("kind: ConfigManagementPlugin\n", "kind: ConfigManagementPlugins\n"))
     repo.commit("a plugin.yaml Argo CD refuses")

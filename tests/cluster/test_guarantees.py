@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 import yaml
 from cluster_support import need_cluster_tools
-from conftest import REPO
+from conftest import REPO, SAMPLE
 from tfjobgen.harness import guarantees
 from tfjobgen.place import place
 
@@ -80,11 +80,14 @@ def test_the_picture_shows_layouts_that_hold():
             assert len(workers) == 10, titles
 
 
-def test_a_profile_that_queues_with_kueue_gets_its_jobs_placed():
+def test_a_profile_that_queues_with_kueue_gets_its_jobs_placed(monkeypatch):
     """Kueue admits nothing from a namespace without the profile's LocalQueue: `place` (and so the gang
     table's kueue column) creates it beside each namespace, and the jobs Kueue held suspended are placed."""
     need_cluster_tools("kueue")
-    intent = yaml.safe_load((REPO / "jobs" / "wide-deep.yaml").read_text())
+    # The harness reads the seed's cluster from a repository's overlays/: the sample's, not the team's own.
+    monkeypatch.setattr(guarantees, "REPO", SAMPLE)
+    monkeypatch.setattr(guarantees, "JOBS", SAMPLE / "jobs")
+    intent = yaml.safe_load((SAMPLE / "jobs" / "wide-deep.yaml").read_text())
     profile, objects = guarantees.under_gang(guarantees.shared_cluster("seed-80c")[0], [intent],
                                              guarantees.GANGS["kueue"])
     run = guarantees._run(objects, profile, 4, 3, False, lambda line: None)

@@ -11,13 +11,13 @@ import time
 
 import pytest
 from cluster_support import local_cluster
-from conftest import REPO
+from conftest import SAMPLE
 
 from tfjobgen.concerns import labels, lifecycle
 from tfjobgen.expand import emit, pipeline
 from tfjobgen.shared import contract
 
-SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
+SEED = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"
 RETRIES = 1
 
 

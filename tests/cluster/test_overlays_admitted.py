@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from cluster_support import local_cluster
-from conftest import OVERLAYS, REPO, crd_dir, load_yaml_stream
+from conftest import OVERLAYS, SAMPLE, crd_dir, load_yaml_stream
 
 from tfjobgen import backends
 
@@ -23,7 +23,7 @@ def test_every_object_is_admitted_and_every_pod_created(overlay, built_overlays)
     objects = load_yaml_stream(built_overlays[overlay])
     expected = {job.key: len(job.pods) for job in backends.decode(objects)}
     namespaces = sorted({o["metadata"]["namespace"] for o in objects if o["metadata"].get("namespace")})
-    with local_cluster(REPO / "overlays" / overlay / "cluster-profile.yaml", 2) as cluster:
+    with local_cluster(SAMPLE / "overlays" / overlay / "cluster-profile.yaml", 2) as cluster:
         for name in UPSTREAM_CRDS:
             cluster.apply((crd_dir() / name).read_text())
         for namespace in namespaces:

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 from cluster_support import local_cluster, signals_as_a_terminal_gives_them, tfjobgen
-from conftest import REPO, need, tfjobgen_command
+from conftest import REPO, SAMPLE, need, tfjobgen_command
 
 from tfjobgen.cluster import home
 from tfjobgen.harness import conformance
@@ -36,7 +36,7 @@ from tfjobgen.expand import pipeline
 from tfjobgen.kit import owned
 from tfjobgen.shared import contract
 
-SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
+SEED = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"
 BACKENDS = ("native", "jobset", "tfjob")
 CODES = (contract.EXIT_FAILED, contract.EXIT_SETUP, contract.EXIT_CHIEF_GONE, contract.EXIT_ABORTED,
          contract.EXIT_INTERRUPTED)  # every exit of the runtime's but success

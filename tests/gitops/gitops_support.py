@@ -1,9 +1,9 @@
 """Helpers for the GitOps tests: small throwaway repositories, git, the CMP plugin, upstream CRDs.
 
-Most tests work on a copy of this repository with three small jobs (builds take
-a fraction of a second); the tests of rendered/ and of the two modes' agreement
-use the real repository. Tests never change /work/main's git state: every git
-repository here is created under pytest's tmp_path.
+Most tests work on a copy of the tool with three small jobs of the sample repository
+(tests/fixtures/sample-repo; builds take a fraction of a second); the tests of rendered/
+and of the two modes' agreement use all of the sample. Tests never change /work/main's git
+state: every git repository here is created under pytest's tmp_path.
 """
 
 from __future__ import annotations
@@ -17,27 +17,22 @@ import sys
 from pathlib import Path
 
 import yaml
-from conftest import REPO, crd_dir, need, uses  # noqa: F401 - crd_dir: the tests here import it from this module
+# crd_dir: the tests here import it from this module
+from conftest import REPO, SAMPLE, crd_dir, need, sample_repo, uses  # noqa: F401
 
 PLUGIN_YAML = REPO / "argocd" / "plugin" / "plugin.yaml"
 # Small jobs that still cover the overlays' patches (prod-96c patches wide-deep) and pools (deeprec-ctr).
 SMALL_JOBS = ("deeprec-starserver.yaml", "scene2-case1.yaml", "wide-deep.yaml")
-COPIED = ("generator", "plugins", "bases", "overlays", "schemas", "argocd")
 PYTHON_BIN = str(Path(sys.executable).parent)
 
 
 def copy_repo(destination: Path, jobs: tuple[str, ...] | None = SMALL_JOBS) -> Path:
-    """A copy of the repository's build inputs; `jobs` picks job files (None: all of jobs/)."""
-    destination.mkdir(parents=True, exist_ok=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in COPIED:
-        shutil.copytree(REPO / name, destination / name, ignore=ignore)
-    if jobs is None:
-        shutil.copytree(REPO / "jobs", destination / "jobs", ignore=ignore)
-    else:
+    """A working tree of the tool and the sample's build inputs (no rendered/); `jobs` picks job files (None: all)."""
+    sample_repo(destination, parts=("bases", "overlays", "argocd/base") + (("jobs",) if jobs is None else ()))
+    if jobs is not None:
         (destination / "jobs").mkdir()
         for job in jobs:
-            shutil.copy(REPO / "jobs" / job, destination / "jobs" / job)
+            shutil.copy(SAMPLE / "jobs" / job, destination / "jobs" / job)
         write_job_list(destination)
     return destination
 
@@ -141,12 +136,12 @@ def documents(text: str) -> list[str]:
 
 @functools.cache
 def committed_rendered_documents(overlay: str, namespace: str = "") -> tuple[str, ...]:
-    """The YAML documents of this repository's rendered/<overlay>/[<namespace>/] (read once per test session)."""
-    folder = REPO / "rendered" / overlay / namespace if namespace else REPO / "rendered" / overlay
+    """The YAML documents of the sample's rendered/<overlay>/[<namespace>/] (read once per test session)."""
+    folder = SAMPLE / "rendered" / overlay / namespace if namespace else SAMPLE / "rendered" / overlay
     return tuple(d for path in sorted(folder.rglob("*.yaml")) for d in documents(path.read_text()))
 
 
 @functools.cache
 def committed_rendered(overlay: str) -> tuple[dict, ...]:
-    """The objects of this repository's rendered/<overlay>/."""
+    """The objects of the sample's rendered/<overlay>/."""
     return tuple(o for d in committed_rendered_documents(overlay) for o in load_objects(d))

@@ -3,8 +3,8 @@
 Every Argo CD object is validated against the upstream CRD schemas in
 ../shared/crds (skipped with the reason when the folder is absent, a failure
 under .ci/run). The Applications are made the way the ApplicationSet
-controller makes them: the git generator's directories over this repository,
-substituted into the template.
+controller makes them: the git generator's directories over the sample repository
+(tests/fixtures/sample-repo, whose argocd/base holds the AppProject), substituted into the template.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import OVERLAYS, REPO, kubectl
+from conftest import OVERLAYS, REPO, SAMPLE, kubectl
 from gitops_support import committed_rendered, crd_dir, load_objects
 
 from tfjobgen.gitops import crds, object_meta, policy
@@ -29,12 +29,12 @@ def schemas():
 
 
 @pytest.fixture(scope="module")
-def built():
-    """`kubectl kustomize argocd/<mode>`: what `kubectl apply -k` would apply, per mode."""
+def built(sample_tree):
+    """`kubectl kustomize argocd/<mode>`: what `kubectl apply -k` would apply, per mode (the sample's project)."""
     result = {}
     for mode in MODES:
-        proc = subprocess.run([kubectl(), "kustomize", str(ARGOCD / mode)], capture_output=True, text=True,
-                              timeout=120)
+        proc = subprocess.run([kubectl(), "kustomize", str(sample_tree / "argocd" / mode)], capture_output=True,
+                              text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         result[mode] = load_objects(proc.stdout)
     return result
@@ -65,7 +65,7 @@ def applications(appset: dict) -> list[dict]:
 
 
 def teams() -> set[tuple[str, str]]:
-    """(cluster, namespace) of every job of every cluster, from the committed rendered/ tree."""
+    """(cluster, namespace) of every job of every cluster, from the sample's committed rendered/ tree."""
     return {(overlay, o["metadata"]["namespace"]) for overlay in OVERLAYS for o in committed_rendered(overlay)}
 
 
@@ -105,7 +105,7 @@ def test_one_application_per_cluster_and_team_synced_safely(built, mode):
         assert spec["project"] == "tfjobgen"
         source = spec["source"]
         assert source["path"] == (f"rendered/{cluster}/{namespace}" if mode == "rendered" else f"overlays/{cluster}")
-        assert (REPO / source["path"]).is_dir()
+        assert (SAMPLE / source["path"]).is_dir()
         if mode == "plugin":
             assert source["plugin"]["env"] == [{"name": "NAMESPACE", "value": namespace}]
         assert source["repoURL"] == "https://github.com/example-org/tfjobgen.git"  # from settings.yaml
@@ -136,7 +136,7 @@ def test_the_two_modes_differ_only_in_where_the_yaml_comes_from(built):
 
 @pytest.mark.slow  # reads every cluster's rendered manifests
 def test_the_project_permits_what_every_cluster_renders_and_nothing_cluster_scoped():
-    project = next(p for p in policy.projects(REPO) if p.name == "tfjobgen")
+    project = next(p for p in policy.projects(SAMPLE) if p.name == "tfjobgen")
     assert project.spec["clusterResourceWhitelist"] == []
     for overlay in OVERLAYS:
         objects = list(committed_rendered(overlay))
@@ -148,7 +148,7 @@ def test_the_project_permits_what_every_cluster_renders_and_nothing_cluster_scop
 
 
 def test_the_project_refuses_other_namespaces_and_kinds():
-    project = next(p for p in policy.projects(REPO) if p.name == "tfjobgen")
+    project = next(p for p in policy.projects(SAMPLE) if p.name == "tfjobgen")
     objects = [{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x", "namespace": "kube-system"}},
                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"}}]
     messages = " ".join(p.message for p in policy.check(project, "seed-80c", objects))

@@ -8,13 +8,12 @@ prunes (deleting the ApplicationSet would delete every training Application with
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from fnmatch import fnmatchcase
 
 import pytest
 import yaml
-from conftest import REPO, kubectl
+from conftest import kubectl, sample_repo
 from gitops_support import crd_dir, load_objects
 
 from tfjobgen.gitops import crds
@@ -30,9 +29,9 @@ def build(folder) -> list[dict]:
 
 @pytest.fixture
 def argocd(tmp_path):
-    """A copy of argocd/ whose settings a test may change (a team's own repository URL, its mode)."""
-    shutil.copytree(REPO / "argocd", tmp_path / "argocd")
-    return tmp_path / "argocd"
+    """The sample repository's argocd/ (the tool's folders, its base) whose settings a test may change (a team's own
+    repository URL, its mode)."""
+    return sample_repo(tmp_path / "repo") / "argocd"
 
 
 def set_settings(argocd, **values) -> None:
@@ -70,9 +69,9 @@ def test_the_bootstrap_project_permits_what_its_folder_renders_and_nothing_more(
     assert project["spec"]["destinations"] == [{"server": "https://kubernetes.default.svc", "namespace": "argocd"}]
 
 
-def test_the_bootstrap_objects_match_their_upstream_crds():
+def test_the_bootstrap_objects_match_their_upstream_crds(sample_tree):
     schemas = crds.load(crd_dir())
-    for obj in build(REPO / "argocd" / "bootstrap"):
+    for obj in build(sample_tree / "argocd" / "bootstrap"):
         errors = crds.crd_errors(obj, schemas)
         assert errors is not None, f"no CRD for {obj['kind']}"
         assert errors == [], f"{obj['kind']} {obj['metadata']['name']}: {errors}"

@@ -5,8 +5,8 @@ uses as little of it as an overlay needs (layout.py): `direct` expands the inten
 in-process, `intents` lets kustomize stop at the ClusterProfile and expands its output
 in-process, `shards` builds shares of the intents with the plugin, `whole` is one
 ordinary build. Each is compared here with `kubectl kustomize --enable-alpha-plugins`
-of the same overlay: on this repository's overlays, and on a generated repository of
-jobs of every topology, team and size (tfjobgen/harness/synthetic.py).
+of the same overlay: on the sample repository's overlays (tests/fixtures/sample-repo), and on a generated
+repository of jobs of every topology, team and size made from it (tfjobgen/harness/synthetic.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import OVERLAYS, REPO, kustomize_build, uses
+from conftest import OVERLAYS, SAMPLE, kustomize_build, uses
 from gitops_support import copy_repo
 
 from tfjobgen.expand import emit
@@ -26,9 +26,12 @@ from tfjobgen.harness import synthetic
 
 @pytest.fixture(scope="module")
 @uses("kubectl")
-def generated(tmp_path_factory):
+def generated(tmp_path_factory, sample_tree):
     """A repository of 30 jobs (about 300 objects) and what kustomize builds from each overlay."""
-    root = synthetic.write_repo(tmp_path_factory.mktemp("generated") / "repo", jobs=30, originals=synthetic.PATCHED)
+    with pytest.MonkeyPatch.context() as patch:  # made from the sample's jobs and overlays, not the repository's own
+        patch.setattr(synthetic, "REPO", sample_tree)
+        root = synthetic.write_repo(tmp_path_factory.mktemp("generated") / "repo", jobs=30,
+                                    originals=synthetic.PATCHED)
     whole = {}
     for overlay in OVERLAYS:
         proc = kustomize_build(root / "overlays" / overlay, env={"KUSTOMIZE_PLUGIN_HOME": str(root / "plugins")})
@@ -48,10 +51,12 @@ def _text(builds) -> dict[str, str]:
     return {name: emit.to_yaml(result.objects) for name, result in builds.items()}
 
 
-def test_the_overlays_of_this_repository_need_no_kustomize_run_per_object(built_overlays):
-    assert {o: layout.NEEDS[layout.read(REPO, f"overlays/{o}").need] for o in OVERLAYS} == \
+def test_the_overlays_of_the_sample_need_no_kustomize_run_per_object(built_overlays):
+    # The sample as it is: no generator/ of its own (a team's repository with tfjobgen installed), so the running
+    # generator expands in-process, as in a repository whose generator/ is the running one.
+    assert {o: layout.NEEDS[layout.read(SAMPLE, f"overlays/{o}").need] for o in OVERLAYS} == \
         {"seed-80c": "passive", "prod-96c": "per-object"}
-    builds = _build(REPO, OVERLAYS)
+    builds = _build(SAMPLE, OVERLAYS)
     assert {o: b.mode for o, b in builds.items()} == {"seed-80c": build.DIRECT, "prod-96c": build.INTENTS}
     assert _text(builds) == built_overlays, "byte for byte what kubectl kustomize prints"
 

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 import yaml
-from conftest import OVERLAYS, REPO, need
+from conftest import OVERLAYS, REPO, SAMPLE, need
 from gitops_support import (
     committed_rendered_documents,
     copy_repo,
@@ -35,7 +35,7 @@ def shim(tmp_path_factory):
 
 @pytest.fixture
 def checkout(tmp_path):
-    """A small copy of the repository as Argo CD hands it to the sidecar: no exec bits anywhere."""
+    """A small copy of the sample repository as Argo CD hands it to the sidecar: no exec bits anywhere."""
     repo = copy_repo(tmp_path / "repo")
     strip_exec_bits(repo)
     return repo
@@ -67,14 +67,14 @@ def test_a_plain_build_of_that_checkout_fails_loudly(checkout, shim):
 
 
 def test_plugin_mode_and_rendered_mode_give_the_same_objects_for_the_same_commit(tmp_path, shim):
-    """Every cluster and team of the real repository: generate's output equals the committed rendered/ tree.
+    """Every cluster and team of the sample repository: generate's output equals its committed rendered/ tree.
 
     (test_rendered_mode checks that rendered/ is what `tfjobgen hydrate` writes from these sources.)
     """
     repo = copy_repo(tmp_path / "repo", jobs=None)
     strip_exec_bits(repo)
     for overlay in OVERLAYS:
-        teams = sorted(p.name for p in (REPO / "rendered" / overlay).iterdir() if p.is_dir())
+        teams = sorted(p.name for p in (SAMPLE / "rendered" / overlay).iterdir() if p.is_dir())
         assert teams, f"rendered/{overlay} has no namespace folder"
         for team in [*teams, ""]:  # each team's Application, and an Application without NAMESPACE: everything
             proc = run_cmp_generate(repo / "overlays" / overlay, repo, shim,

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import REPO, need, tfjobgen_command, uses
+from conftest import REPO, SAMPLE, need, tfjobgen_command, uses
 
 from tfjobgen.local import processes, wire
 
@@ -54,7 +54,7 @@ def run_local(job: Path | str, tmp_path: Path, *args: str, deadline: float = RUN
                                     *args]
     env = {**os.environ, "PYTHONPATH": str(REPO / "generator")}
     started = time.monotonic()
-    proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.Popen(command, cwd=SAMPLE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     with sampler:
         try:

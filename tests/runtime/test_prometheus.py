@@ -24,7 +24,7 @@ import urllib.parse
 import urllib.request
 
 import yaml
-from conftest import REPO, need, render, tfjobgen_command, uses
+from conftest import REPO, SAMPLE, need, render, tfjobgen_command, uses
 from runtime_support import JOBS, need_tensorflow, task_env
 
 from tfjobgen.kit.owned import free_ports
@@ -82,7 +82,7 @@ def test_prometheus_scrapes_every_metric_of_every_task_of_a_local_run(tmp_path):
     command = tfjobgen_command() + ["run-local", str(job), "--work-dir", str(work_dir), "--report", str(report),
                                     "--steps", "400"]
     env = {**os.environ, "PYTHONPATH": str(REPO / "generator")}
-    run = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    run = subprocess.Popen(command, cwd=SAMPLE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            start_new_session=True)
     lines: list[str] = []
     found = threading.Event()
