@@ -14,17 +14,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 from tfjobgen.concerns import workload
 from tfjobgen.expand import pipeline
+from tfjobgen.harness import sample
 from tfjobgen.kit import table
 from tfjobgen.planner import report
 from tfjobgen.planner.units import percent, size
 
 
 def main() -> None:
-    profile = pipeline.load_profile(str(REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"))
+    profile = pipeline.load_profile(str(sample.OVERLAYS / "seed-80c" / "cluster-profile.yaml"))
     rows = []
     for scene in (1, 2):
         for case in (1, 2, 3, 4):
-            intents, _ = pipeline.load_intents([str(REPO / "jobs" / f"scene{scene}-case{case}.yaml")])
+            intents, _ = pipeline.load_intents([str(sample.JOBS / f"scene{scene}-case{case}.yaml")])
             job, problems = pipeline.validate(intents[0], profile)
             assert job is not None, [p.format() for p in problems]
             plan = report.make(job, profile, workload.of_job(job))

@@ -84,9 +84,6 @@ def test_a_profile_that_queues_with_kueue_gets_its_jobs_placed(monkeypatch):
     """Kueue admits nothing from a namespace without the profile's LocalQueue: `place` (and so the gang
     table's kueue column) creates it beside each namespace, and the jobs Kueue held suspended are placed."""
     need_cluster_tools("kueue")
-    # The harness reads the seed's cluster from a repository's overlays/: the sample's, not the team's own.
-    monkeypatch.setattr(guarantees, "REPO", SAMPLE)
-    monkeypatch.setattr(guarantees, "JOBS", SAMPLE / "jobs")
     intent = yaml.safe_load((SAMPLE / "jobs" / "wide-deep.yaml").read_text())
     profile, objects = guarantees.under_gang(guarantees.shared_cluster("seed-80c")[0], [intent],
                                              guarantees.GANGS["kueue"])

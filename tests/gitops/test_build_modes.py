@@ -28,10 +28,8 @@ from tfjobgen.harness import synthetic
 @uses("kubectl")
 def generated(tmp_path_factory, sample_tree):
     """A repository of 30 jobs (about 300 objects) and what kustomize builds from each overlay."""
-    with pytest.MonkeyPatch.context() as patch:  # made from the sample's jobs and overlays, not the repository's own
-        patch.setattr(synthetic, "REPO", sample_tree)
-        root = synthetic.write_repo(tmp_path_factory.mktemp("generated") / "repo", jobs=30,
-                                    originals=synthetic.PATCHED)
+    # made from the sample's jobs and overlays (harness/sample.py), not the repository's own
+    root = synthetic.write_repo(tmp_path_factory.mktemp("generated") / "repo", jobs=30, originals=synthetic.PATCHED)
     whole = {}
     for overlay in OVERLAYS:
         proc = kustomize_build(root / "overlays" / overlay, env={"KUSTOMIZE_PLUGIN_HOME": str(root / "plugins")})

@@ -6,6 +6,7 @@ holds that): harnesses that run jobs on real components and judge them, and the 
     gangs         each gang scheduler's spec.gang as the measurements set it
     pods          ending a KWOK pod (fail_pod, succeed_pod): KWOK runs no process
     argocd_loop   the GitOps loop's parts: a git repository to commit to, Argo CD and what it says of each commit
+    sample        the tool's own sample repository (tests/fixtures/sample-repo), never the team's jobs/
     synthetic     a repository of many generated jobs, for scale tests and benchmarks
     tf_resolver   TensorFlow's own reading of a TF_CONFIG, the oracle every TF_CONFIG is held to
 

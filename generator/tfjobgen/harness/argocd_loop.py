@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
 
-REPO = Path(__file__).resolve().parents[3]
-SEED_PROFILE = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
+from . import sample
+
+SEED_PROFILE = sample.OVERLAYS / "seed-80c" / "cluster-profile.yaml"
 # Enough 80-core nodes for every job of seed-80c (6,644 CPUs requested) to be placed: no pending
 # parameter server preempts the jobs a test watches.
 NODES = 100

@@ -35,10 +35,10 @@ from ..artifacts import programs
 from ..expand import pipeline
 from ..inputs.intents import Intent
 from ..place import place
-from . import gangs
+from . import gangs, sample
 
 REPO = programs.REPO
-JOBS = REPO / "jobs"
+JOBS = sample.JOBS
 FILES = {"deeprec-ctr": "deeprec-starserver.yaml"}  # job -> file, where they differ
 
 
@@ -190,7 +190,7 @@ def single_job(row: str, job: str, spare: int) -> tuple[list[dict], dict, int | 
 
 def shared_cluster(overlay: str) -> tuple[dict, int]:
     """The overlay's profile, its pools counted as SHARED_NODES says, and the main group's size."""
-    profile = yaml.safe_load((REPO / "overlays" / overlay / "cluster-profile.yaml").read_text())
+    profile = yaml.safe_load((sample.OVERLAYS / overlay / "cluster-profile.yaml").read_text())
     counts = SHARED_NODES[overlay]
     for pool, spec in profile["spec"].get("nodePools", {}).items():
         spec.setdefault("nodeCount", counts.get(pool, 1))

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[3]
+from .sample import REPO, SAMPLE
 SEED = 20261123
 TEAMS = 20
 COPIED = ("bases", "overlays", "plugins")
 
 
 def _templates() -> list[dict]:
-    paths = sorted(p for p in (REPO / "jobs").glob("*.yaml") if p.name != "kustomization.yaml")
+    paths = sorted(p for p in (SAMPLE / "jobs").glob("*.yaml") if p.name != "kustomization.yaml")
     return [yaml.safe_load(p.read_text()) for p in paths]
 
 
@@ -66,7 +66,7 @@ def job_texts(jobs: int, seed: int = SEED, originals: tuple[str, ...] | None = N
     templates = _templates()
     colocated = [t for t in templates if t["spec"].get("topology", {}).get("mode") == "colocated"]
     others = [t for t in templates if t not in colocated]
-    texts = {p.name: p.read_text() for p in sorted((REPO / "jobs").glob("*.yaml"))
+    texts = {p.name: p.read_text() for p in sorted((SAMPLE / "jobs").glob("*.yaml"))
              if p.name != "kustomization.yaml" and (originals is None or p.name in originals)}
     for index in range(len(texts), jobs):
         template = rng.choice(colocated) if rng.random() < 0.2 else rng.choice(others)
@@ -82,7 +82,8 @@ def write_repo(root: Path, jobs: int = 1000, seed: int = SEED, originals: tuple[
     """
     root.mkdir(parents=True, exist_ok=True)
     for name in COPIED:
-        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        source = REPO if name == "plugins" else SAMPLE  # the tool's plugin, the sample's data
+        shutil.copytree(source / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     for profile in (root / "overlays").glob("*/cluster-profile.yaml"):
         # The variants are spread over twenty teams of their own: every cluster runs every namespace.
         profile.write_text(re.sub(r"(?m)^  namespaces: .*\n", "", profile.read_text()))
