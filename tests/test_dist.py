@@ -134,3 +134,53 @@ def test_the_plugin_without_any_tfjobgen_says_how_to_install_it(tmp_path):
     assert proc.returncode != 0
     assert "tfjobgen is not installed" in proc.stderr and "make dist" in proc.stderr and "pip install" in proc.stderr
     assert "'pip install tfjobgen'" not in proc.stderr, "no such package on PyPI"
+
+
+# ---- the commands the docs name ----------------------------------------------------------------------------
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+PLUGIN = REPO / "plugins" / "tfjobgen.dev" / "v1alpha1" / "clusterprofile" / "ClusterProfile"
+
+
+def _make_targets() -> set[str]:
+    targets = set()
+    for line in (REPO / "Makefile").read_text().splitlines():
+        match = re.match(r"^([A-Za-z][\w.-]*(?:\s+[A-Za-z][\w.-]*)*)\s*:(?!=)", line)
+        if match:
+            targets |= set(match[1].split())
+    return targets
+
+
+def _make_commands(text: str) -> list[str]:
+    """The make targets in the page's code: `make a b` spans and lines of ``` blocks (prose "make it" is no command)."""
+    code = re.findall(r"```[^\n]*\n(.*?)```", text, re.DOTALL)
+    lines = [line.split(" #")[0] for block in code for line in block.splitlines()]  # not the comments
+    lines += re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.DOTALL))
+    found = []
+    for line in lines:
+        for command in re.findall(r"(?:^|[;&|(]\s*|\$ |time )make ([^#;&|)]*)", line.strip()):
+            for word in command.split():
+                if not re.fullmatch(r"[a-z][\w-]*", word):
+                    break  # VAR=value, -C dir, a path: the targets are over
+                found.append(word)
+    return found
+
+
+def test_every_make_target_the_docs_name_exists():
+    targets = _make_targets()
+    assert {"dist", "venv", "test", "test-fast"} <= targets
+    named = {(page.relative_to(REPO).as_posix(), target) for page in DOCS for target in _make_commands(page.read_text())}
+    assert ("README.md", "dist") in named
+    missing = sorted((page, target) for page, target in named if target not in targets)
+    assert not missing, f"the docs name make targets the Makefile lacks: {missing}"
+
+
+def test_no_page_or_message_tells_anyone_to_pip_install_a_package_pypi_does_not_have():
+    bare = re.compile(r"""pip install ['"]?tfjobgen(\[[\w,]*\])?['"]?(?!\S*\s*@|-)""")
+    pages = [*DOCS, PLUGIN, REPO / "generator" / "tfjobgen" / "cli.py"]
+    found = [f"{p.relative_to(REPO)}:{n}" for p in pages for n, line in enumerate(p.read_text().splitlines(), 1)
+             if bare.search(line)]
+    assert not found, f"`pip install tfjobgen` finds nothing on PyPI; name the wheel or a pinned tag: {found}"
+    readme = (REPO / "README.md").read_text()
+    assert "make dist" in readme and re.search(r"tfjobgen @ git\+https://\S+@v\d", readme)
+    assert "tfjobgen plugin-home" in readme
