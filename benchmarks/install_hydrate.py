@@ -39,11 +39,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from tfjobgen.harness import synthetic
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "generator"))  # this checkout's harness, whatever editable install the venv has
+
+from tfjobgen.harness import synthetic  # noqa: E402
 WHEEL_SOURCES = ("generator/tfjobgen", "schemas", "plugins", "cluster-tools", "README.md", "pyproject.toml",
                  ".gitignore")
+TREE_SOURCES = ("bases", "overlays")  # the tree's, of the same revision as its generator
 WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 IMAGE_ROOT = "/repo"
 SIDECAR_UID = 999  # argocd/plugin: the cmp-server's user
@@ -80,17 +82,18 @@ def clean_env(**extra: str) -> dict:
 
 
 def copy_source(destination: Path, rev: str | None) -> Path:
-    """The files the wheel is built from, of the working tree or of `rev`: a checkout of its own."""
+    """The files the wheel is built from and the overlays, of the working tree or of `rev`: a checkout of its own."""
     destination.mkdir(parents=True)
     if rev:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, *WHEEL_SOURCES],
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, *WHEEL_SOURCES,
+                                  *TREE_SOURCES],
                                  capture_output=True, check=False)
         if archive.returncode:
             sys.exit(f"install_hydrate: git archive {rev}: {archive.stderr.decode().strip()}")
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(destination, filter="data")
     else:
-        for name in WHEEL_SOURCES:
+        for name in (*WHEEL_SOURCES, *TREE_SOURCES):
             source = REPO / name
             if source.is_dir():
                 shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
@@ -100,9 +103,11 @@ def copy_source(destination: Path, rev: str | None) -> Path:
 
 
 def make_tree(root: Path, source: Path, jobs: int) -> Path:
-    """This repository's overlays and ten jobs, `jobs` generated ones, and the source's generator/ and schemas/."""
+    """This repository's ten jobs and `jobs` generated ones, with the source's generator/, schemas/, plugins/ and
+    overlays."""
     synthetic.write_repo(root, jobs=jobs + 10)
-    for name in ("generator", "schemas"):
+    for name in ("generator", "schemas", "plugins", *TREE_SOURCES):
+        shutil.rmtree(root / name, ignore_errors=True)
         shutil.copytree(source / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
@@ -191,12 +196,47 @@ def timed_in_rounds(runs: int, actions: dict[str, tuple[list, dict]], cwd: Path)
     return times
 
 
+def share_cost(tree: Path, scratch: Path, runs: int) -> dict[str, list[float]]:
+    """What one share of a SHARDS build costs (the first of seed-80c), as build.py runs it: kustomize with the tree's
+    plugin (the private copy: sh, then build.py's `tfjobgen` wrapper, sh, then the interpreter with the tree's
+    generator/); kustomize with the echo plugin (kustomize's own part); the plugin alone on that share's intents;
+    the interpreter alone."""
+    from tfjobgen.gitops import build, layout
+
+    plan = layout.read(tree, "overlays/seed-80c")
+    share = layout.shares(plan, plan.files())[0]
+    folder = layout.write_share(tree, plan, share, scratch / "share", with_others=True)
+    profile = tree / plan.profile
+    with build.plugin_environment(tree) as env, build.plugin_environment(tree, echo=True) as echo_env:
+        kustomize = build.kustomize_command()
+        intents = run([*kustomize, folder], cwd=scratch / "share", env=echo_env)
+        wrapper = Path(env["PATH"].split(os.pathsep)[0]) / "tfjobgen"
+        actions = {
+            "kustomize with the plugin": lambda: run([*kustomize, folder], cwd=scratch / "share", env=env),
+            "kustomize with the echo plugin": lambda: run([*kustomize, folder], cwd=scratch / "share", env=echo_env),
+            "the plugin alone (tfjobgen krm)": lambda: subprocess.run([wrapper, "krm", profile], input=intents,
+                                                                      capture_output=True, text=True, check=True),
+            "python -c pass": lambda: run([sys.executable, "-c", "pass"]),
+        }
+        times: dict[str, list[float]] = {label: [] for label in actions}
+        for _ in range(runs):
+            for label, action in actions.items():
+                start = time.perf_counter()
+                action()
+                times[label].append(time.perf_counter() - start)
+    progress(f"  one share: {len(share)} job files, {sum(layout.weight(i) for i in plan.intents if i.file in share)} "
+             "objects' weight")
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=300, help="generated jobs beside the repository's ten")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rev", help="measure this revision's generator instead of the working tree's")
     parser.add_argument("--image", action="store_true", help="also the Argo CD sidecar image (make images; root)")
+    parser.add_argument("--share-cost", action="store_true",
+                        help="also what one kustomize share of a SHARDS build costs, and its parts")
     parser.add_argument("--in-image", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--script", help=argparse.SUPPRESS)
     parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
@@ -242,6 +282,7 @@ def main() -> None:
                  for label, (_, env) in installs.items()}
         actions = {label: (command(label, "hydrate"), env) for label, (_, env) in installs.items()}
         times = timed_in_rounds(args.runs, actions, tree)
+        shares = share_cost(tree, scratch, max(args.runs, 5)) if args.share_cost else {}
 
     print(f"\n`tfjobgen hydrate`, nothing to change, {args.jobs} + 10 jobs, {args.runs} runs each "
           f"(code: {args.rev or 'working tree'})\n")
@@ -253,6 +294,18 @@ def main() -> None:
         where = found["package"].replace(str(scratch), "$TMP")
         print(f"| {label} | `{where}` | {'yes' if found['in_process'] else 'no'} | {built} | "
               f"{statistics.median(values):.2f} s | {min(values):.2f} s | {max(values):.2f} s |")
+
+    if shares:
+        print(f"\nOne share of a SHARDS build (seed-80c's first, about {layout_weight()} objects), {len(next(iter(shares.values())))} runs\n")
+        print("| process | median | min | max |\n| --- | ---: | ---: | ---: |")
+        for label, values in shares.items():
+            print(f"| {label} | {statistics.median(values):.3f} s | {min(values):.3f} s | {max(values):.3f} s |")
+
+
+def layout_weight() -> int:
+    from tfjobgen.gitops import layout
+
+    return layout.SHARD_WEIGHT
 
 
 if __name__ == "__main__":

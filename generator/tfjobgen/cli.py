@@ -126,7 +126,7 @@ def cmd_plugin_home(args) -> int:
     script = os.path.join(home, "tfjobgen.dev", "v1alpha1", "clusterprofile", "ClusterProfile")
     if not os.access(script, os.X_OK):
         print(f"tfjobgen: {script}: the kustomize plugin is missing or not executable; reinstall tfjobgen with pip "
-              "(README.md, \"Installing tfjobgen\")", file=sys.stderr)
+              "(README.md, \"Install\")", file=sys.stderr)
         return EXIT_INVALID
     print(home)
     return EXIT_OK
