@@ -141,7 +141,7 @@ class Sidecar:
         for tool in ("runc", "umoci"):
             if not shutil.which(tool):
                 sys.exit(f"install_hydrate: --image needs {tool} (apt-get install {tool}) and root")
-        self.image, self.folder, self.tree = image, scratch / "bundle", tree
+        self.image, self.folder = image, scratch / "bundle"
         for folder, _, names in os.walk(tree):  # the cmp-server's user owns the checkout Argo CD hands it
             for name in [".", *names]:
                 os.chown(os.path.join(folder, name), SIDECAR_UID, SIDECAR_UID)
@@ -149,26 +149,29 @@ class Sidecar:
         run(["umoci", "raw", "unpack", "--image", f"{image.layout}:{image.tag}", self.folder / "rootfs"])
         run(["runc", "spec", "--bundle", self.folder])
         _, manifest = oci.manifest(image.layout, image.tag)
-        self.config = json.loads(oci.blob(image.layout, manifest["config"]["digest"]).read_text())["config"]
+        image_config = json.loads(oci.blob(image.layout, manifest["config"]["digest"]).read_text())["config"]
+        # The sidecar as repo-server-patch.yaml runs it: the image's environment, user 999, a read-only root,
+        # its own /tmp, and (Argo CD's checkout) the tree; run_in_image sets only the command.
+        config = json.loads((self.folder / "config.json").read_text())
+        config["process"].update(terminal=False, cwd=IMAGE_ROOT, noNewPrivileges=True,
+                                 user={"uid": SIDECAR_UID, "gid": SIDECAR_UID},
+                                 env=[*image_config.get("Env", []), "TMPDIR=/tmp"])
+        config["process"].pop("oomScoreAdj", None)
+        config["root"] = {"path": "rootfs", "readonly": True}
+        config["mounts"] += [
+            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "mode=1777"]},
+            {"destination": IMAGE_ROOT, "type": "bind", "source": str(tree), "options": ["rbind", "rw"]}]
+        (self.folder / "config.json").write_text(json.dumps(config))
 
     def command(self, script: str) -> list:
         """A command line that runs `script` with bash in the image, in /repo: this program itself, via --in-image."""
-        return [sys.executable, __file__, "--in-image", str(self.folder), "--script", script, "--tree", str(self.tree)]
+        return [sys.executable, __file__, "--in-image", str(self.folder), "--script", script]
 
 
-
-def run_in_image(folder: Path, tree: Path, script: str) -> int:
-    """One container of the bundle at `folder`: `script` under bash in /repo, the tree bind-mounted there."""
+def run_in_image(folder: Path, script: str) -> int:
+    """One container of the bundle at `folder` (Sidecar made its config): `script` under bash in /repo."""
     config = json.loads((folder / "config.json").read_text())
-    image_env = [e for e in config["process"].get("env", []) if not e.startswith("TERM=")]
-    config["process"].update(terminal=False, args=["bash", "-c", script], cwd=IMAGE_ROOT, noNewPrivileges=True,
-                             user={"uid": SIDECAR_UID, "gid": SIDECAR_UID},
-                             env=image_env + ["HOME=/tmp", "TMPDIR=/tmp"])
-    config["process"].pop("oomScoreAdj", None)
-    config["root"] = {"path": "rootfs", "readonly": True}
-    config["mounts"] += [
-        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "mode=1777"]},
-        {"destination": IMAGE_ROOT, "type": "bind", "source": str(tree), "options": ["rbind", "rw"]}]
+    config["process"]["args"] = ["bash", "-c", script]
     (folder / "config.json").write_text(json.dumps(config))
     state, name = folder.parent / "runc-state", f"tfjobgen-bench-{os.getpid()}"
     try:
@@ -239,10 +242,9 @@ def main() -> None:
                         help="also what one kustomize share of a SHARDS build costs, and its parts")
     parser.add_argument("--in-image", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--script", help=argparse.SUPPRESS)
-    parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.in_image:
-        sys.exit(run_in_image(args.in_image, args.tree, args.script))
+        sys.exit(run_in_image(args.in_image, args.script))
 
     with tempfile.TemporaryDirectory(prefix="tfjobgen-install-bench-") as scratch_name:
         scratch = Path(scratch_name)
