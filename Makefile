@@ -9,7 +9,7 @@ BUILD  := build
 export KUSTOMIZE_PLUGIN_HOME := $(CURDIR)/plugins
 OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kustomization.yaml))
 
-.PHONY: venv checkov cluster-tools images demo build rendered diff repo-checks test test-fast test-generator \
+.PHONY: venv dist checkov cluster-tools images demo build rendered diff repo-checks test test-fast test-generator \
         test-gitops test-cluster test-nodes lock clean
 
 # The virtual environment, rebuilt when pyproject.toml or the pins change. constraints.txt pins
@@ -20,9 +20,25 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing tfjobgen, its training runtime (tensorflow-cpu) and test tools into $(VENV) ..."
 	@$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[$(EXTRAS)]'
+	@# The wheels of the generator's own dependencies, kept: tests/test_dist.py installs tfjobgen's wheel into a
+	@# fresh venv with pip --no-index from them, offline (pip's cache is no index).
+	@$(BIN)/pip download --quiet --disable-pip-version-check --only-binary=:all: -c constraints.txt -d $(VENV)/wheelhouse \
+	  $$($(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"])')
 	@touch $@
 
 venv: $(VENV)/.installed
+
+# The wheel and the sdist, into dist/ (docs/gitops.md, "Installing tfjobgen"): built offline by the venv's pinned
+# hatchling (python -m build --no-isolation), stamped with the last commit's time so one commit gives the same bytes
+# (SOURCE_DATE_EPOCH), then checked as PyPI checks them (twine check --strict).
+DIST := dist
+dist: venv
+	@rm -rf $(DIST) && log=$$(mktemp) && \
+	if SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 315532800) \
+	   $(BIN)/python -m build --no-isolation --outdir $(DIST) . > "$$log" 2>&1; then rm -f "$$log"; \
+	else cat "$$log" >&2; rm -f "$$log"; echo "make dist: python -m build failed (above)" >&2; exit 1; fi
+	@$(BIN)/twine check --strict $(DIST)/*
+	@cd $(DIST) && sha256sum *
 
 $(CHECKOV_VENV)/.installed: Makefile
 	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
@@ -128,7 +144,7 @@ lock:
 	@git diff --stat constraints.txt
 
 clean:
-	rm -rf $(BUILD) $(VENV) $(CHECKOV_VENV)
+	rm -rf $(BUILD) $(DIST) $(VENV) $(CHECKOV_VENV)
 
 # The GitOps loop for real (docs/gitops.md): a local cluster and Argo CD syncing a clone of this
 # checkout; it commits a job, changes, breaks, fixes and removes it, with a live progress line,

@@ -5,6 +5,7 @@
     tfjobgen schema [NAME]        print a JSON Schema (trainingjob or clusterprofile)
     tfjobgen krm [CONFIG]         the KRM function (kustomize, kpt)
     tfjobgen summary [FILE]       describe rendered objects (from `kustomize build`) as a table
+    tfjobgen plugin-home          print the kustomize plugin folder of this install (KUSTOMIZE_PLUGIN_HOME)
 
 Commands of other features (run-local, hydrate, diff, plan, cluster, place, status, images) live beside their code:
 each module in FEATURE_COMMANDS has `register(commands)`, which adds its
@@ -148,6 +149,21 @@ def cmd_summary(args) -> int:
     return EXIT_OK
 
 
+def cmd_plugin_home(args) -> int:
+    """The folder to set as KUSTOMIZE_PLUGIN_HOME: the plugin this tfjobgen carries (a wheel's copy of plugins/,
+    whose script runs the install it sits in), or the checkout's plugins/ (an editable install)."""
+    from .shared import package_data
+
+    home = package_data.find("plugins")
+    script = os.path.join(home, "tfjobgen.dev", "v1alpha1", "clusterprofile", "ClusterProfile")
+    if not os.access(script, os.X_OK):
+        print(f"tfjobgen: {script}: the kustomize plugin is missing or not executable; reinstall tfjobgen with pip "
+              "(README.md, \"Install\")", file=sys.stderr)
+        return EXIT_INVALID
+    print(home)
+    return EXIT_OK
+
+
 def _parser():
     import argparse  # not on the KRM function's path (main() skips the parser for `krm`)
 
@@ -178,6 +194,10 @@ def _parser():
     summary = commands.add_parser("summary", help="table of what each job became, from rendered objects")
     summary.add_argument("file", nargs="?", default="-", metavar="FILE", help="rendered YAML (default: stdin)")
     summary.set_defaults(run=cmd_summary)
+
+    plugin_home = commands.add_parser("plugin-home", help="print the kustomize plugin folder of this install: "
+                                                          "export KUSTOMIZE_PLUGIN_HOME=$(tfjobgen plugin-home)")
+    plugin_home.set_defaults(run=cmd_plugin_home)
 
     import importlib
 

@@ -164,8 +164,14 @@ def test_the_sidecar_image_and_patch_match_the_plugin():
     instructions = [line for line in dockerfile.splitlines() if line and not line.startswith("#")]
     text = "\n".join(instructions)
     # the repository is installed: its package, its schemas and the metadata hatchling needs
-    for copied in ("COPY pyproject.toml README.md /src/", "COPY schemas /src/schemas", "COPY generator /src/generator"):
-        assert copied in text
+    # (everything the wheel is made of: pyproject.toml's sdist list, whose force-include needs plugins/ and more)
+    import tomllib
+
+    sdist = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["sdist"]
+    folders = {path.split("/")[0] for path in sdist["only-include"] if (REPO / path).is_dir()}
+    assert "COPY pyproject.toml README.md /src/" in text
+    for folder in folders:
+        assert f"COPY {folder} /src/{folder}" in text
     assert re.search(r"pip install --no-cache-dir .*/src", text)
     assert re.search(r"^FROM python:\d+\.\d+\.\d+-slim-\w+$", text, re.MULTILINE), "pin the Python image"
     assert re.search(r"^ARG ARGOCD_IMAGE=quay.io/argoproj/argocd:v\d+\.\d+\.\d+$", text, re.MULTILINE)
@@ -176,7 +182,7 @@ def test_the_sidecar_image_and_patch_match_the_plugin():
         for path in source.split():
             assert (REPO / path).exists(), f"the Dockerfile copies {path}, which does not exist"
     ignore = (ARGOCD / "plugin" / "Dockerfile.dockerignore").read_text()
-    for path in ("pyproject.toml", "README.md", "schemas/", "generator/", "argocd/plugin/plugin.yaml"):
+    for path in ("pyproject.toml", "README.md", *(f"{f}/" for f in folders), "argocd/plugin/plugin.yaml"):
         assert f"!{path}" in ignore, f"the build context excludes {path}"
 
     patch = yaml.safe_load((ARGOCD / "plugin" / "repo-server-patch.yaml").read_text())

@@ -128,13 +128,20 @@ def test_intent_files_with_other_objects_or_kustomize_annotations_are_not_direct
 
 
 def test_a_tree_with_another_generator_is_built_by_kustomize_with_that_generator(tmp_path):
-    """A base commit of `tfjobgen diff` brings its own generator/: nothing is expanded in-process."""
+    """A base commit of `tfjobgen diff` brings its own generator/: unless it is byte for byte the running one
+    (another install of the same commit), nothing is expanded in-process."""
+    in_process = {"seed-80c": build.DIRECT, "prod-96c": build.INTENTS}
     repo = copy_repo(tmp_path / "repo")
-    builds = _build(repo, OVERLAYS)
-    assert {o: b.mode for o, b in builds.items()} == {o: build.SHARDS for o in OVERLAYS}
+    assert {o: b.mode for o, b in _build(repo, OVERLAYS).items()} == in_process, "the same code, another folder"
+    module = repo / "generator" / "tfjobgen" / "expand" / "emit.py"
+    module.write_text(module.read_text() + "# another generator\n")
+    assert {o: b.mode for o, b in _build(repo, OVERLAYS).items()} == {o: build.SHARDS for o in OVERLAYS}
+    module.write_text(module.read_text().removesuffix("# another generator\n"))
+    schema = repo / "schemas" / "trainingjob.schema.json"
+    schema.write_text(schema.read_text() + "\n")  # the generator reads its tree's schemas
+    assert {o: b.mode for o, b in _build(repo, OVERLAYS).items()} == {o: build.SHARDS for o in OVERLAYS}
     shutil.rmtree(repo / "generator")  # no generator of its own: the installed one builds it
-    assert {o: b.mode for o, b in _build(repo, OVERLAYS).items()} == \
-        {"seed-80c": build.DIRECT, "prod-96c": build.INTENTS}
+    assert {o: b.mode for o, b in _build(repo, OVERLAYS).items()} == in_process
 
 
 def test_an_invalid_job_is_located_in_every_mode(generated, tmp_path):

@@ -14,9 +14,12 @@ import hashlib
 from pathlib import Path
 
 from ..inputs.profile import release
+from ..shared import package_data
 
 REPO = Path(__file__).resolve().parents[3]
-TOOLS_DIR = REPO / "cluster-tools"
+# The recipes: a wheel carries them (an installed tfjobgen builds and finds the same programs), a checkout has them
+# at its root (shared/package_data.py).
+TOOLS_DIR = Path(package_data.find("cluster-tools"))
 VERSIONS_FILE = TOOLS_DIR / "versions.yaml"
 CACHE_ENV = "TFJOBGEN_TOOLS_CACHE"
 RECIPE_FILE = "recipe.sha256"

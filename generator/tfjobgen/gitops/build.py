@@ -12,7 +12,8 @@ differences that make a build depend on the tree alone:
 
 And one that makes it scale (layout.py reads the overlay to decide, docs/benchmarks.md
 measures it): an overlay that only expands its intents is expanded in-process,
-without kustomize, when the tree's generator is the one running; one whose
+without kustomize, when the tree's generator is the one running (the same bytes,
+wherever it is installed); one whose
 transformations are all per object is built in shares of about two hundred
 objects, in parallel; anything else is built whole. Every way gives the same
 objects in kustomize's order (tests/gitops/test_build_modes.py), and a Selection
@@ -250,9 +251,45 @@ def _routing_of(root: Path, kustomization: layout.Layout):
 
 
 def _runs_this_generator(root: Path) -> bool:
-    """Whether expanding in-process uses the tree's own generator (a base commit brings another)."""
+    """Whether expanding in-process uses the tree's own generator (a base commit brings another).
+
+    The same code, not the same folder: the tree has no generator/ (a jobs-only repository: the installed one
+    builds it), or the running package is its generator/, or holds the same bytes (its modules, and the schemas
+    they read). Comparing folders alone sent every other install of the very same commit (a wheel in a venv, an
+    editable install of another checkout) to kustomize shares, each starting a plugin and an interpreter: 7.5
+    times hydrate's time at 300 jobs (docs/benchmarks.md, "Hydrate on every install"). A tree whose generator
+    differs by one byte is still built by kustomize with its own (SHARDS or WHOLE).
+    """
     own = root / "generator" / "tfjobgen"
-    return not own.is_dir() or own.resolve() == Path(__file__).resolve().parents[1]
+    if not own.is_dir():
+        return True
+    running = Path(__file__).resolve().parents[1]
+    return own.resolve() == running or _same_generator(own, running, root / "schemas")
+
+
+def _same_generator(own: Path, running: Path, own_schemas: Path) -> bool:
+    """Whether the tree's generator (`own`, `own_schemas`) is byte for byte the running package and its schemas.
+
+    Every file of the tree's package must be in the running one with the same bytes, and the running one may
+    have no module the tree lacks; files a wheel adds beside the modules (its copies of schemas/, plugins/) are
+    compared as the schemas, or not at all. About 25 ms: two reads of about 1.7 MB, once per build_overlays.
+    """
+    from ..shared import package_data
+
+    def files(folder: Path) -> dict[str, Path]:
+        return {path.relative_to(folder).as_posix(): path for path in folder.rglob("*")
+                if path.is_file() and "__pycache__" not in path.parts}
+
+    ours, theirs = files(own), files(running)
+    if {n for n in theirs if n.endswith(".py")} - set(ours):
+        return False
+    running_schemas = Path(package_data.find("schemas"))
+    pairs = [(ours[name], theirs.get(name)) for name in ours]
+    for folder, other in ((own_schemas, running_schemas), (running_schemas, own_schemas)):
+        pairs += [(path, other / path.name) for path in folder.glob("*.json")] if folder.is_dir() else [(folder, None)]
+    return all(theirs_path is not None and theirs_path.is_file() and ours_path.stat().st_size ==
+               theirs_path.stat().st_size and ours_path.read_bytes() == theirs_path.read_bytes()
+               for ours_path, theirs_path in pairs)
 
 
 def _direct(root: Path, kustomization: layout.Layout, selection: Selection) -> Build:

@@ -29,10 +29,10 @@ CLUSTER_PROFILE = "clusterprofile"
 
 
 def _schema_dir() -> str:
-    """schemas/ inside an installed wheel, else the repository's own schemas/ (editable install)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tfjobgen/, above inputs/
-    packaged = os.path.join(package, "schemas")
-    return packaged if os.path.isdir(packaged) else os.path.join(os.path.dirname(os.path.dirname(package)), "schemas")
+    """schemas/ inside an installed wheel, else the repository's own (shared/package_data.py: the one lookup)."""
+    from ..shared import package_data
+
+    return package_data.find("schemas")
 
 
 @functools.cache

@@ -4,6 +4,8 @@
                          (environment variables, ports, exit codes), and the few rules all three apply
     variable_placement/  where a model's variables land on the PS: the partitioner the runtime hands
                          TensorFlow, and the bytes per PS `tfjobgen plan` predicts from the same rules
+    package_data         where the files that are not Python are (schemas, plugins, cluster-tools): inside an
+                         installed wheel, else at the checkout's root
 
 The bottom layer (docs/design.md, "Layers"): the runtime imports it before TensorFlow, so
 nothing here imports anything of tfjobgen outside this folder, and this face imports nothing.

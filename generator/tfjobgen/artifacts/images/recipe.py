@@ -37,7 +37,17 @@ ARGOCD_USER = 999  # Argo CD runs plugin sidecars as its argocd user
 PIP = "pip==25.3"  # runs from its wheel in the chroot: no pip in the images
 PYTHON = "3.11"  # bookworm's python3: the wheels' cp311 tags
 SITE_PACKAGES = f"/usr/local/lib/python{PYTHON}/dist-packages"
-SOURCE_FILES = ("pyproject.toml", "README.md", ".gitignore", "schemas", "generator")  # what the wheel is made of
+
+
+def _wheel_sources() -> tuple[str, ...]:
+    """What the wheel is made of: pyproject.toml's sdist list (schemas, plugins, cluster-tools, the package ...),
+    read from there so that a folder the wheel gains is in the image's key and its wheel build at once."""
+    with open(REPO / "pyproject.toml", "rb") as handle:
+        listed = tomllib.load(handle)["tool"]["hatch"]["build"]["targets"]["sdist"]["only-include"]
+    return ("pyproject.toml", ".gitignore", *listed)
+
+
+SOURCE_FILES = _wheel_sources()
 
 
 def digest(*parts: tuple[str, bytes | str]) -> str:
