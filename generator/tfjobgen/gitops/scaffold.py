@@ -120,19 +120,19 @@ def check(answers: Answers) -> None:
 
 # ---- the files -------------------------------------------------------------------------------------
 
-def tool_root() -> Path:
-    """Where tfjobgen's own repository files are: this checkout, or the installed package's copy."""
-    package = Path(__file__).resolve().parents[1]
-    for root in (package.parents[1], package / "_repository"):
-        if (root / TOOL_FILES[0]).is_file():
-            return root
-    raise InitError(f"tfjobgen's repository files are not where it looks ({package.parents[1]}, "
-                    f"{package / '_repository'}): reinstall tfjobgen from its wheel or a checkout")
+def tool_files() -> dict[str, bytes]:
+    """tfjobgen's own files a team's repository carries, from the installed package or this checkout."""
+    from ..shared import package_data
 
-
-def tool_files(root: Path | None = None) -> dict[str, bytes]:
-    root = root or tool_root()
-    return {name: (root / name).read_bytes() for name in TOOL_FILES}
+    files = {}
+    for name in TOOL_FILES:
+        try:
+            with open(package_data.find(name), "rb") as handle:
+                files[name] = handle.read()
+        except OSError as err:
+            raise InitError(f"tfjobgen's own {name} cannot be read ({err.strerror}): reinstall tfjobgen from its "
+                            "wheel or a checkout") from None
+    return files
 
 
 def plan(answers: Answers, tools: dict[str, bytes]) -> dict[str, bytes]:
