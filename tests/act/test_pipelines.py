@@ -3,7 +3,8 @@
 1. A pull request that changes one job: the jobs pipeline passes, with the placement preview (the cluster
    programs restored from the cache stand-in), and posts one comment; a second push updates that comment
    in place.
-2. A pull request that breaks a job: the comment carries `file:line: field`, and the run fails.
+2. A pull request that breaks a job: the comment carries the file:line and the field (a row of its Problems
+   table; the step's log has `file:line: field: message`), and the run fails.
 3. test.yml's fast job passes.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from act_support import act_repo, run_pr  # noqa: F401 - act_repo is a fixture
+from act_support import act_repo, run_pr, seed_programs_cache  # noqa: F401 - act_repo is a fixture
 
 MARKER = "<!-- tfjobgen-diff -->"
 JOB = "jobs/wide-deep.yaml"
@@ -26,7 +27,7 @@ def _workers(repo, count: int) -> None:
 
 
 def test_a_pr_changing_one_job_gets_one_comment_updated_in_place(act_repo):
-    act_repo.seed_programs_cache()  # what a run on main saved: the placement preview runs
+    seed_programs_cache(act_repo)  # what a run on main saved: the placement preview runs
     act_repo.branch("fewer-workers")
     _workers(act_repo, 16)
     act_repo.hydrate()
@@ -64,7 +65,10 @@ def test_a_pr_breaking_a_job_fails_with_file_line_field_in_the_comment(act_repo)
     assert run.exit != 0, run.log[-6000:]
     assert len(run.comments) == 1, run.log[-3000:]
     body = run.comments[0]["body"]
-    assert re.search(r"jobs/wide-deep\.yaml:\d+: spec\.qos", body), body[:3000]
+    # the comment's Problems table: file:line, then the field, in a row of their own
+    row = r"\| error \| `jobs/wide-deep\.yaml:\d+` \| `spec\.qos` \| \"cpu-set\" is not allowed"
+    assert re.search(row, body), body[:3000]
+    assert re.search(r"jobs/wide-deep\.yaml:\d+: spec\.qos: ", run.log), "the step's log: file:line: field: message"
     assert "Placement not previewed" in body, "no programs in this test's cache: the comment says so"
     assert "Fail when the diff found errors" in run.log
 

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 from conftest import REPO
-from github_standin import GitHubStandIn
+
+from tfjobgen.harness.github_api import GitHubStandIn
 
 SCRIPT = REPO / ".github" / "scripts" / "pr_comment.py"
 _spec = importlib.util.spec_from_file_location("pr_comment", SCRIPT)
