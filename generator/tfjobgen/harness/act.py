@@ -9,7 +9,8 @@ against a git repository of its own: a copy of this one with a base branch and a
   nothing); the programs' cache is a folder of the test's (ACT_STANDIN_CACHE).
 - The comment step talks to GitHubStandIn (harness/github_api.py), a loopback stand-in of GitHub's issue-comment
   endpoints, through GITHUB_API_URL.
-- act's cache server is off (--no-cache-server), its artifact server is never started (no path given).
+- act's cache server is off (--no-cache-server), its artifact server is never started (no path given), and
+  its check for notices (api.nektosact.com) is off (ACT_DISABLE_VERSION_CHECK=1).
 - CRDs are copied from ../shared/crds or TFJOBGEN_CRD_DIR (TFJOBGEN_CRD_MIRROR) instead of fetched from GitHub.
 - The jobs run with HOME in the test's folder, so the cache stand-in restores into it and never into this
   machine's ~/.cache/tfjobgen; pip's download cache stays the machine's (PIP_CACHE_DIR), as Go's would.
@@ -192,7 +193,8 @@ def run_pr(repo: ActRepo, base: str, head: str, *, number: int = 1, workflow: st
     short_temp = Path(tempfile.mkdtemp(prefix="act-", dir=os.environ.get("TFJOBGEN_TESTS_MACHINE_TEMP")))
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "LANG": "C.UTF-8", "TMPDIR": str(short_temp),
            "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip"),
-           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+           "ACT_DISABLE_VERSION_CHECK": "1"}  # else act asks api.nektosact.com for notices at every run
     for name in ("PYENV_ROOT", "PIP_CONFIG_FILE", "PIP_INDEX_URL", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
         if os.environ.get(name):
             env[name] = os.environ[name]
