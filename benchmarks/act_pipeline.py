@@ -28,14 +28,16 @@ sys.path.insert(0, str(REPO / "generator"))
 from tfjobgen.harness import synthetic  # noqa: E402
 from tfjobgen.harness.act import ActRepo, run_pr  # noqa: E402
 
-STEP = re.compile(r"(?:Success|Failure) - Main (.+?) \[([\d.]+)(ms|µs|s|m[\d.]+s)?\]")
+STEP = re.compile(r"(?:Success|Failure) - Main (.+?) \[([\dhms.µ]+)\]")  # Go's durations: 1m2.5s, 250ms, 930µs
+_PART = re.compile(r"([\d.]+)(h|ms|µs|m|s)")
+_UNIT = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "µs": 1e-6}
 
 
-def _seconds(value: str, unit: str) -> float:
-    return float(value) / (1000 if unit == "ms" else 1_000_000 if unit == "µs" else 1)
+def _seconds(duration: str) -> float:
+    return sum(float(value) * _UNIT[unit] for value, unit in _PART.findall(duration))
 
 
-def one_run(work: Path, jobs: int, place: bool) -> tuple[float, list[tuple[str, float]], int]:
+def one_run(work: Path, jobs: int, place: bool) -> tuple[float, list[tuple[str, float]], int, str]:
     repo = ActRepo.create(work)
     try:
         if jobs:
@@ -53,10 +55,12 @@ def one_run(work: Path, jobs: int, place: bool) -> tuple[float, list[tuple[str, 
         repo.hydrate()
         repo.commit("wide-deep: 16 workers")
         run = run_pr(repo, "main", "change-one-job", timeout=1800)
-        steps = [(name[:70], _seconds(value, unit or "s")) for name, value, unit in STEP.findall(run.log)]
+        steps = [(name[:70], _seconds(duration)) for name, duration in STEP.findall(run.log)]
         if run.exit != 0 or not run.comments:
             print(run.log[-4000:], file=sys.stderr)
-        return run.seconds, steps, run.exit
+        body = run.comments[0]["body"] if run.comments else ""
+        placed = body.count("on the real kube-scheduler")  # one per overlay whose changed jobs were placed
+        return run.seconds, steps, run.exit, f"placement previewed in {placed} overlay(s)"
     finally:
         repo.close()
 
@@ -70,9 +74,9 @@ def main() -> int:
     walls = []
     with tempfile.TemporaryDirectory(prefix="act-pipeline-") as scratch:
         for number in range(args.runs):
-            wall, steps, code = one_run(Path(scratch) / f"run{number}", args.jobs, args.place)
+            wall, steps, code, placed = one_run(Path(scratch) / f"run{number}", args.jobs, args.place)
             walls.append(wall)
-            print(f"run {number + 1}: {wall:.1f} s wall, exit {code}")
+            print(f"run {number + 1}: {wall:.1f} s wall, exit {code}, {placed}")
             for name, seconds in steps:
                 if seconds >= 0.5:
                     print(f"  {seconds:7.1f} s  {name}")

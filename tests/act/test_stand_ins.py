@@ -3,6 +3,12 @@ that takes the inputs the workflows pass, and a missing act says which make targ
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import yaml
 from act_support import ACTIONS, STAND_INS, act_binary, remote_actions
@@ -39,3 +45,16 @@ def test_a_missing_act_is_one_line_naming_the_make_target(tmp_path, monkeypatch)
     # a skip, or under TFJOBGEN_REQUIRE_TOOLS=1 a failure: with the same line
     with pytest.raises((pytest.skip.Exception, pytest.fail.Exception), match="act is not available: act .* is not built: run `make cluster-tools`"):
         act_binary()
+
+
+@pytest.mark.parametrize("action", sorted(ACTIONS.rglob("action.yml")), ids=lambda p: str(p.parent.relative_to(ACTIONS)))
+def test_every_stand_in_step_passes_shellcheck(action, tmp_path):
+    shellcheck = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
+    if not shellcheck:
+        pytest.skip("shellcheck is in the test extra: pip install -e '.[test]'")
+    for number, step in enumerate(yaml.safe_load(action.read_text())["runs"]["steps"]):
+        script = tmp_path / f"step-{number}.sh"
+        script.write_text("#!/bin/bash\nset -eo pipefail\n" + re.sub(r"\$\{\{[^}]*\}\}", "GITHUB_EXPRESSION", step["run"]))
+        proc = subprocess.run([shellcheck, "--severity=warning", str(script)], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, f"{action}: step {number}:\n{proc.stdout}"
