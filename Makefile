@@ -10,7 +10,7 @@ export KUSTOMIZE_PLUGIN_HOME := $(CURDIR)/plugins
 OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kustomization.yaml))
 
 .PHONY: venv dist checkov cluster-tools images demo build rendered diff repo-checks test test-fast test-generator \
-        test-gitops test-cluster test-nodes lock clean
+        test-gitops test-cluster test-nodes test-act lock clean
 
 # The virtual environment, rebuilt when pyproject.toml or the pins change. constraints.txt pins
 # every package, so a fresh clone installs exactly what CI tested (a newer PyYAML once broke a
@@ -121,7 +121,7 @@ test-fast: venv
 #   no root.
 # - test-nodes: real nodes and the images they run (tests/nodes, tests/images): `make cluster-tools`, root for
 #   `make images`, containerd, runc, iptables.
-HEAVY_TIERS := tests/cluster tests/gitops tests/nodes tests/images
+HEAVY_TIERS := tests/cluster tests/gitops tests/nodes tests/images tests/act
 test-generator: venv checkov
 	$(PYTEST) -n $(TEST_PROCESSES) $(addprefix --ignore=,$(HEAVY_TIERS)) --slowest-file=$(BUILD)/test-durations-generator.txt
 
@@ -133,6 +133,12 @@ test-cluster: venv cluster-tools
 
 test-nodes: venv cluster-tools images
 	$(PYTEST) -n $(TEST_PROCESSES) tests/nodes tests/images --slowest-file=$(BUILD)/test-durations-nodes.txt
+
+# - test-act: the two GitHub workflows run for real under nektos/act (tests/act): act and the placement preview's
+#   programs from `make cluster-tools`, the upstream CRDs in ../shared/crds, pip reaching its package index; no
+#   root, no Docker. `make test` runs it with the rest.
+test-act: venv cluster-tools
+	$(PYTEST) -n $(TEST_PROCESSES) tests/act --slowest-file=$(BUILD)/test-durations-act.txt
 
 # Re-resolve the pins to the newest releases pyproject.toml admits, in a throwaway environment,
 # so drift shows up here (run make test after) rather than on somebody's fresh clone.

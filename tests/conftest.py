@@ -85,6 +85,7 @@ TOOL_MARKERS = {
     "cluster": "starts a local cluster: etcd, kube-apiserver, controllers, KWOK (make cluster-tools builds them)",
     "images": "runs a built container image with runc (make images builds them)",
     "nodes": "starts real nodes: kubelets, containerd, CNI, CoreDNS, kube-router, a registry (root; make images)",
+    "act": "runs a GitHub workflow under nektos/act (make cluster-tools builds it; make test-act)",
     "slow": "takes seconds of CPU: starts tfjobgen in a process of its own, or reads every rendered cluster",
 }
 FAST_MARKER = "fast"

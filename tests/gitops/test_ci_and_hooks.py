@@ -7,6 +7,7 @@ pre-commit itself, in a throwaway git repository, on a good and on a bad job fil
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, need, uses
+from conftest import CRD_DIR, REPO, need, uses
 from gitops_support import PYTHON_BIN, commit_all, copy_repo
 
 from tfjobgen.gitops import tree
@@ -51,23 +52,68 @@ def test_every_shell_step_of_the_workflows_passes_shellcheck(workflow, tmp_path)
         assert proc.returncode == 0, f"{workflow.name}, job {job}, step {step.get('name', number)}:\n{proc.stdout}"
 
 
-def test_every_pin_of_a_controller_release_is_the_one_the_local_cluster_runs():
-    """One source of versions: the CRDs the workflows fetch, and the Argo CD the plugin sidecar takes its
-    kustomize from, are the releases cluster-tools/versions.yaml builds and the tests validate against
-    (conftest.crd_dir)."""
+def _fetch_crds():
+    spec = importlib.util.spec_from_file_location("fetch_crds", REPO / ".github" / "scripts" / "fetch_crds.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_crd_the_workflows_fetch_is_of_the_release_versions_yaml_names():
+    """One source of versions: the CRDs both workflows fetch (.github/scripts/fetch_crds.py, the only place a
+    workflow names a CRD) are those of the releases cluster-tools/versions.yaml builds, and the Argo CD the
+    plugin sidecar takes its kustomize from is its release too."""
     versions = yaml.safe_load((REPO / "cluster-tools" / "versions.yaml").read_text())
-    families = {"argocd": "argocd", "argo-cd": "argocd", "ARGOCD_REF": "argocd", "training-operator":
-                "training-operator", "TRAINING_OPERATOR_REF": "training-operator", "jobset": "jobset",
-                "JOBSET_REF": "jobset"}
-    pin = re.compile(r"\b(argo-cd|argocd|training-operator|jobset|ARGOCD_REF|TRAINING_OPERATOR_REF|JOBSET_REF)"
-                     r"(?:/|:|: )(v\d+\.\d+\.\d+)\b")
-    files = sorted((REPO / ".github" / "workflows").glob("*.yml")) + [REPO / "argocd" / "plugin" / "Dockerfile"]
-    found = [(path.relative_to(REPO), name, version) for path in files
-             for name, version in pin.findall(path.read_text())]
-    assert {families[name] for _, name, _ in found} == {"argocd", "training-operator", "jobset"}, found
-    drift = [f"{path}: {name} {version}, versions.yaml {versions[families[name]]['version']}"
-             for path, name, version in found if version != versions[families[name]]["version"]]
-    assert not drift, "pins that differ from cluster-tools/versions.yaml:\n" + "\n".join(drift)
+    fetch_crds = _fetch_crds()
+    urls = dict(fetch_crds.urls())
+    for family, name, path in fetch_crds.CRDS:
+        version = fetch_crds.NOT_IN_VERSIONS.get(family) or versions[family]["version"]
+        assert f"/{version}/" in urls[name], (name, urls[name], version)
+        assert family in versions or family in fetch_crds.NOT_IN_VERSIONS, family
+    assert set(fetch_crds.NOT_IN_VERSIONS).isdisjoint(versions), "a family of versions.yaml is pinned in the script"
+    tests_read = {p.name for p in CRD_DIR.glob("*.yaml")} if CRD_DIR.is_dir() else set(urls)
+    assert tests_read <= set(urls), f"CRDs the tests read that the workflows do not fetch: {tests_read - set(urls)}"
+    for workflow in WORKFLOWS:
+        assert "raw.githubusercontent.com" not in workflow.read_text(), f"{workflow.name} fetches a file itself"
+    dockerfile = (REPO / "argocd" / "plugin" / "Dockerfile").read_text()
+    assert set(re.findall(r"argoproj/argocd:(v[\d.]+)", dockerfile)) == {versions["argocd"]["version"]}
+
+
+def test_the_jobs_pipeline_never_runs_the_test_suite():
+    """gitops.yml runs on every job pull request: tfjobgen and a few checks, never pytest or make test."""
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "gitops.yml").read_text())
+    scripts = [step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
+    assert scripts and not [s for s in scripts if re.search(r"pytest|make +test|\.ci/run|make +venv", s)], scripts
+    pipeline = " ".join(scripts)
+    for command in ("tfjobgen validate jobs/", "tfjobgen hydrate --check", "tfjobgen diff", "check_output.py",
+                    "pr_comment.py"):
+        assert command in pipeline, f"gitops.yml does not run {command}"
+
+
+def test_the_placement_programs_come_from_a_cache_keyed_on_versions_yaml():
+    from tfjobgen.artifacts import programs
+
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "gitops.yml").read_text())
+    caches = [step["with"] for job in workflow["jobs"].values() for step in job["steps"]
+              if step.get("uses", "").startswith("actions/cache/")]
+    assert caches and all("hashFiles('cluster-tools/versions.yaml')" in c["key"] for c in caches), caches
+    default = Path("~") / programs.cache_root().relative_to(Path.home()) if "TFJOBGEN_TOOLS_CACHE" not in os.environ \
+        else Path("~/.cache/tfjobgen/cluster-tools")
+    assert {c["path"] for c in caches} == {str(default)}, "the folder tfjobgen looks for its programs in"
+    saved = [job for job in workflow["jobs"].values()
+             if any(s.get("uses", "").startswith("actions/cache/save") for s in job["steps"])]
+    assert [job.get("if") for job in saved] == ["github.event_name == 'push'"], "only a run on main builds the cache"
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_every_job_has_a_timeout_and_setup_go_the_newest_go_directive(workflow):
+    newest = max((REPO / "cluster-tools").glob("*/go.mod"), key=lambda p: tuple(
+        int(n) for n in re.search(r"^go (\S+)", p.read_text(), re.MULTILINE).group(1).split(".")))
+    for name, job in yaml.safe_load(workflow.read_text())["jobs"].items():
+        assert 0 < job.get("timeout-minutes", 0) <= 90, f"{workflow.name}: job {name} has no timeout within CI's 90"
+        for step in job["steps"]:
+            if step.get("uses", "").startswith("actions/setup-go@"):
+                assert step["with"]["go-version-file"] == str(newest.relative_to(REPO)), (name, newest)
 
 
 def test_the_gitops_workflow_runs_on_every_change_a_build_reads():

@@ -126,6 +126,7 @@ def _kubernetes_stamp(version: str) -> list[str]:
 _STAMPS = {
     "kubernetes": _kubernetes_stamp,
     "kustomize": lambda version: [f"-X sigs.k8s.io/kustomize/api/provenance.version={version}"],
+    "act": lambda version: [f"-X main.version={version}"],
     "kube-router": lambda version: [f"-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version={version}"],
 }
 

@@ -9,6 +9,8 @@ holds that): harnesses that run jobs on real components and judge them, and the 
     sample        the tool's own sample repository (tests/fixtures/sample-repo), never the team's jobs/
     synthetic     a repository of many generated jobs, for scale tests and benchmarks
     tf_resolver   TensorFlow's own reading of a TF_CONFIG, the oracle every TF_CONFIG is held to
+    act           this repository's GitHub workflows run under nektos/act, on a pull request of a local repository
+    github_api    a loopback stand-in for GitHub's issue-comment endpoints, which act's runs post to
 
 This face imports nothing.
 """
