@@ -12,7 +12,7 @@ TFJOBGEN_REQUIRE_TOOLS=1, with the line naming the make target.
 from __future__ import annotations
 
 import pytest
-from conftest import CRD_DIR, need, uses
+from conftest import CRD_DIR, need, sample_repo, uses
 
 from tfjobgen.artifacts import programs
 from tfjobgen.harness import act
@@ -42,7 +42,7 @@ def seed_programs_cache(repo: ActRepo) -> str:
 
 @uses("git", "slow")
 def _create(folder) -> ActRepo:
-    return ActRepo.create(folder)
+    return ActRepo.create(folder, prepare=sample_repo)  # the tool's sample, never the repository's own jobs
 
 
 @pytest.fixture

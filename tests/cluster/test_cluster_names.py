@@ -131,7 +131,13 @@ def test_down_removes_no_folder_up_did_not_make(place):
         f"tfjobgen cluster down: {made_by_hand} was not made by `tfjobgen cluster up` (it has no "
         f"{home.MARKER_FILE}): nothing stopped, nothing removed; remove it yourself if it is yours to remove")
     assert (made_by_hand / "notes.txt").read_text() == "mine\n"
-    # `up` of that name will not take it over (and later remove it) either
+
+
+@pytest.mark.cluster  # `up` checks the programs are built before it looks at the folder
+def test_up_takes_over_no_folder_it_did_not_make(place):
+    made_by_hand = place.home / "handmade"
+    made_by_hand.mkdir()
+    (made_by_hand / "notes.txt").write_text("mine\n")
     again = place.run("cluster", "up", "--name", "handmade", "--nodes", "1")
     assert again.returncode == 1 and "was not made by `tfjobgen cluster up`" in one_line(again)
     assert (made_by_hand / "notes.txt").read_text() == "mine\n"

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -95,9 +96,10 @@ class ActRepo:
     api: GitHubStandIn
 
     @classmethod
-    def create(cls, work: Path, source: Path = REPO) -> ActRepo:
-        """A copy of `source` (its tracked files and new ones, as a clone would see this worktree) committed
-        on `main`, with `origin/main` pointing at it as a checkout with full history has it."""
+    def create(cls, work: Path, source: Path = REPO, prepare: Callable[[Path], object] | None = None) -> ActRepo:
+        """A copy of `source` (its tracked files and new ones, as a clone would see this worktree), changed by
+        `prepare(path)` (a team's data in place of the repository's own, say), committed on `main`, with
+        `origin/main` pointing at it as a checkout with full history has it."""
         work.mkdir(parents=True, exist_ok=True)
         path = work / "repo"
         listed = subprocess.run(["git", "-C", str(source), "ls-files", "-z", "--cached", "--others",
@@ -107,6 +109,8 @@ class ActRepo:
             if origin.is_file() and not origin.is_symlink():
                 (path / name).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(origin, path / name)
+        if prepare is not None:
+            prepare(path)
         repo = cls(path, work, GitHubStandIn())
         repo.git("init", "--quiet", "--initial-branch", "main")
         repo.git("remote", "add", "origin", f"https://github.com/{REPOSITORY}.git")  # never fetched
