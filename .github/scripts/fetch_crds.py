@@ -27,7 +27,20 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-VERSIONS = REPO / "cluster-tools" / "versions.yaml"
+
+
+def _versions() -> Path:
+    """This repository's cluster-tools/versions.yaml; in a team's jobs repository (`tfjobgen init`), which
+    has none, the one the installed tfjobgen carries: the CRDs of the releases that tfjobgen was tested with."""
+    own = REPO / "cluster-tools" / "versions.yaml"
+    if own.is_file():
+        return own
+    from tfjobgen.shared import package_data
+
+    return Path(package_data.find("cluster-tools/versions.yaml"))
+
+
+VERSIONS = _versions()
 RAW = "https://raw.githubusercontent.com"
 
 # (family of versions.yaml, file, path in the family's repository at its release tag)
@@ -74,7 +87,7 @@ def urls() -> list[tuple[str, str]]:
     for family, name, path in CRDS:
         version = NOT_IN_VERSIONS.get(family) or (families.get(family) or {}).get("version")
         if not version:
-            raise Failed(f"{VERSIONS.relative_to(REPO)}: {family}.version: missing (the CRD {name} is fetched at it)")
+            raise Failed(f"{VERSIONS}: {family}.version: missing (the CRD {name} is fetched at it)")
         found.append((name, f"{RAW}/{path.format(version=version)}"))
     return found
 

@@ -124,3 +124,24 @@ def test_a_folder_that_cannot_be_written_leaves_nothing_behind(tmp_path, capsys)
     code, output = run("init", str(target), *TEAM, capsys=capsys)
     assert code == 1 and output.startswith("tfjobgen init: "), output
     assert sorted(p.name for p in tmp_path.rglob("*")) in (["file"], ["locked"])
+
+
+def test_the_team_pipeline_runs_what_this_repositorys_jobs_pipeline_runs(team):
+    """The same tfjobgen commands and scripts, in the same order, but the placement preview's programs cache
+    (built from tfjobgen's own repository) and the install (a pinned package, not this checkout)."""
+    import re
+
+    import yaml
+
+    def commands(workflow: Path, job: str) -> list[str]:
+        steps = yaml.safe_load(workflow.read_text())["jobs"][job]["steps"]
+        found = []
+        for step in steps:
+            found += re.findall(r"tfjobgen \w+|\.github/scripts/\w+\.py", step.get("run", ""))
+        return found
+
+    ours = commands(REPO / ".github" / "workflows" / "gitops.yml", "gitops")
+    theirs = commands(team / ".github" / "workflows" / "jobs.yml", "jobs")
+    assert theirs == ours and "tfjobgen diff" in ours and ".github/scripts/check_output.py" in ours
+    for script in re.findall(r"\.github/scripts/\w+\.py", " ".join(theirs)):
+        assert (team / script).read_bytes() == (REPO / script).read_bytes()

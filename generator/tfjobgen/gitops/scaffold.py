@@ -9,7 +9,8 @@
       plugins/                         the kustomize exec plugin that runs `tfjobgen krm`
       argocd/                          the AppProject, both delivery modes, the one-time bootstrap
       rendered/                        what `tfjobgen hydrate` writes, already current
-      .github/workflows/jobs.yml       the jobs pipeline (validate, build, CRDs, diff, hydrate --check)
+      .github/workflows/jobs.yml       the jobs pipeline (validate, build, CRDs, diff, hydrate --check), and
+      .github/scripts/                 the steps it runs that are not tfjobgen commands (this repository's own)
       .pre-commit-config.yaml          `tfjobgen validate jobs/` before each commit
 
 `plan` is pure: the answers in, every file's bytes out (tfjobgen's own files are read once, at the
@@ -39,7 +40,9 @@ TOOL_FILES = ("bases/kustomization.yaml", "bases/trainingjob-fields.yaml",
               "argocd/plugin/kustomization.yaml", "argocd/plugin/applicationset.yaml",
               "argocd/plugin/plugin.yaml", "argocd/plugin/repo-server-patch.yaml",
               "argocd/bootstrap/kustomization.yaml", "argocd/bootstrap/project.yaml",
-              "argocd/bootstrap/application.yaml")
+              "argocd/bootstrap/application.yaml",
+              # the jobs pipeline's own steps, as this repository's gitops.yml runs them
+              ".github/scripts/fetch_crds.py", ".github/scripts/pr_comment.py", ".github/scripts/check_output.py")
 EXECUTABLE = ("plugins/tfjobgen.dev/v1alpha1/clusterprofile/ClusterProfile",)
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _RELEASE = re.compile(r"^1\.(3[0-9]|[4-9][0-9])$")
@@ -320,17 +323,19 @@ def _project(answers: Answers) -> bytes:
 
 
 def _workflow(answers: Answers) -> bytes:
-    # Workflow expressions (${{ ... }}) are written as ${{{{ ... }}}} in this f-string.
-    return _text(f"""\
+    """The jobs pipeline: this repository's gitops.yml (its steps, scripts and order), with tfjobgen installed
+    from requirements.txt instead of from source, and no placement preview (its programs are built from
+    tfjobgen's own repository; tests/gitops/test_init.py holds the two workflows to the same steps)."""
+    return _text("""\
         # The jobs pipeline, on every pull request that touches a job, an overlay or tfjobgen's pin: every job
-        # against each cluster's profile, every cluster built, the objects against their CRDs, `tfjobgen diff`
-        # posted as one comment (updated on each push), and rendered/ current. It never runs tfjobgen's own tests.
+        # against each cluster's profile, every cluster built, the output against Kubernetes' schemas and the CRDs
+        # it uses, `tfjobgen diff` posted as one comment (updated on each push). It never runs tfjobgen's tests.
         name: jobs
 
         on:
           pull_request:
             paths: ["jobs/**", "overlays/**", "bases/**", "plugins/**", "argocd/**", "rendered/**",
-                    "requirements.txt", ".github/workflows/jobs.yml"]
+                    "requirements.txt", ".github/workflows/jobs.yml", ".github/scripts/**"]
           push:
             branches: [main]
 
@@ -338,7 +343,7 @@ def _workflow(answers: Answers) -> bytes:
           contents: read
 
         concurrency:
-          group: jobs-${{{{ github.ref }}}}
+          group: jobs-${{ github.ref }}
           cancel-in-progress: true
 
         jobs:
@@ -354,42 +359,61 @@ def _workflow(answers: Answers) -> bytes:
               uses: actions/checkout@v6
               with:
                 fetch-depth: 0
+
             - uses: actions/setup-python@v6
               with:
                 python-version: "3.11"
-            - name: Install kubectl (its kustomize builds overlays a kustomization transforms)
+
+            - name: Install kubectl (its kustomize builds the overlays tfjobgen cannot expand itself)
               uses: azure/setup-kubectl@v4
               with:
                 version: v1.32.4
-            - name: Install tfjobgen (requirements.txt pins it)
-              run: |
-                python -m venv "$RUNNER_TEMP/venv"
-                "$RUNNER_TEMP/venv/bin/pip" install --quiet -r requirements.txt
-                echo "$RUNNER_TEMP/venv/bin" >> "$GITHUB_PATH"
+
+            - name: Install tfjobgen (requirements.txt pins it) and kubernetes-validate (the output check)
+              run: python -m pip install --disable-pip-version-check -r requirements.txt kubernetes-validate
+
             - name: Fetch the CRDs the output is checked against (the releases tfjobgen was tested with)
-              run: tfjobgen crds fetch "$RUNNER_TEMP/crds"
-            - name: Every job against the profile of each cluster it runs on
-              run: tfjobgen validate jobs/
+              run: python .github/scripts/fetch_crds.py "$RUNNER_TEMP/crds"
+
+            # The diff comes first and always runs, so a broken job file still gets its file:line comment.
             - name: Semantic diff against the base branch
               id: diff
               if: github.event_name == 'pull_request'
+              env:
+                BASE_REF: ${{ github.base_ref }}
               run: |
+                report="$RUNNER_TEMP/tfjobgen-diff.md"
                 set +e
-                tfjobgen diff "origin/${{{{ github.base_ref }}}}" --no-place --crds "$RUNNER_TEMP/crds" -o "$RUNNER_TEMP/diff.md"
+                tfjobgen diff "origin/$BASE_REF" --crds "$RUNNER_TEMP/crds" -o "$report" --no-place
                 echo "exit=$?" >> "$GITHUB_OUTPUT"
-                cat "$RUNNER_TEMP/diff.md" >> "$GITHUB_STEP_SUMMARY"
+                set -e
+                cat "$report" >> "$GITHUB_STEP_SUMMARY"
+
             - name: Post the diff as one pull-request comment (updated on each push)
               if: always() && github.event_name == 'pull_request' && steps.diff.outcome == 'success'
-              continue-on-error: true  # forks get a read-only token: the step summary has the report
+              continue-on-error: true  # pull requests from forks get a read-only token: the step summary has it
               env:
-                GITHUB_TOKEN: ${{{{ github.token }}}}
-              run: tfjobgen comment "$RUNNER_TEMP/diff.md" --pull-request "${{{{ github.event.pull_request.number }}}}"
-            - name: Every cluster builds, and rendered/ is current
+                GITHUB_TOKEN: ${{ github.token }}
+              run: python .github/scripts/pr_comment.py "$RUNNER_TEMP/tfjobgen-diff.md"
+
+            - name: Validate every job
+              if: ${{ !cancelled() }}
+              run: tfjobgen validate jobs/
+
+            - name: Build every overlay; rendered/ is current
+              if: ${{ !cancelled() }}
               run: tfjobgen hydrate --check
+
+            - name: Check the output against Kubernetes' schemas and every CRD it uses
+              if: ${{ !cancelled() }}
+              run: python .github/scripts/check_output.py "$RUNNER_TEMP/crds"
+
             - name: Fail when the diff found errors
               if: always() && steps.diff.outputs.exit != '' && steps.diff.outputs.exit != '0'
+              env:
+                DIFF_EXIT: ${{ steps.diff.outputs.exit }}
               run: |
-                echo "tfjobgen diff found errors: they are listed, with file and line, in the pull-request comment"
+                echo "tfjobgen diff exited $DIFF_EXIT: its problems are listed, with file and line, in the comment"
                 exit 1
         """)
 

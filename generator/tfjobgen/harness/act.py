@@ -156,9 +156,11 @@ class ActRepo:
 
 
 def run_pr(repo: ActRepo, base: str, head: str, *, number: int = 1, workflow: str = "gitops.yml",
-           job: str | None = None, timeout: float = RUN_TIMEOUT, crd_mirror: Path = CRD_MIRROR) -> ActRun:
+           job: str | None = None, timeout: float = RUN_TIMEOUT, crd_mirror: Path = CRD_MIRROR,
+           job_env: dict[str, str] | None = None) -> ActRun:
     """Run `workflow` under act on pull request #`number` from `head` into `base`: (exit, the PR's comments
-    on the API stand-in, act's log, wall seconds). act is stopped (its process group) on timeout and Ctrl-C."""
+    on the API stand-in, act's log, wall seconds). act is stopped (its process group) on timeout and Ctrl-C.
+    `job_env`: variables every step of the job sees (pip's PIP_FIND_LINKS, say)."""
     act = act_binary()
     repo.branch(head, head)  # the working tree act copies is the head commit
     repo.git("update-ref", f"refs/remotes/origin/{base}", base)
@@ -189,6 +191,8 @@ def run_pr(repo: ActRepo, base: str, head: str, *, number: int = 1, workflow: st
         if name == "actions/checkout":
             continue
         command += ["--local-repository", f"{action}={ACTIONS / STAND_INS[name]}"]
+    for name, value in sorted((job_env or {}).items()):
+        command += ["--env", f"{name}={value}"]
     if job:
         command += ["--job", job]
     # A short TMPDIR of the run's own, as a runner's /tmp: a pytest session inside the job (test.yml's fast job)
