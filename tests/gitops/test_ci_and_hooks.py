@@ -156,7 +156,7 @@ def test_pre_commit_passes_a_good_job_file_with_nothing_but_the_venv(repo):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ran = {line.split("...")[0].strip() for line in proc.stdout.splitlines() if line.endswith("Passed")}
     assert ran == {"job files match schemas/trainingjob.schema.json",
-                   "tfjobgen validate jobs/ (schema, cluster fit, unique names, listed in jobs/kustomization.yaml)"}
+                   "tfjobgen validate jobs/ (schema, each cluster it runs on, unique names, listed in jobs/kustomization.yaml)"}
 
 
 def test_pre_commit_stops_a_bad_job_file_at_its_line(repo):

@@ -144,6 +144,8 @@ def test_an_invalid_job_fails_with_its_file_and_line_in_the_report(repo):
 
 
 def test_namespace_moves_and_forbidden_namespaces_are_errors(repo):
+    for profile in (repo / "overlays").glob("*/cluster-profile.yaml"):  # every cluster runs every namespace:
+        profile.write_text(re.sub(r"(?m)^  namespaces: .*\n", "", profile.read_text()))  # only Argo CD refuses
     edit(repo / "jobs" / "scene2-case1.yaml", "namespace: placement-experiments", "namespace: ml-training")
     add_job(repo, "research-probe", "research")
     proc = tfjobgen(repo, "diff", "main", "--no-place")

@@ -88,8 +88,8 @@ def test_plugin_mode_and_rendered_mode_give_the_same_objects_for_the_same_commit
 def test_a_team_without_jobs_on_a_cluster_gets_nothing_and_a_reason(checkout, shim):
     proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim,
                             env={"ARGOCD_ENV_NAMESPACE": "research"})
-    _refused(proc, "no TrainingJob of namespace research here", "remove that destination from "
-                                                                 "argocd/base/project.yaml")
+    _refused(proc, "no job of namespace research runs on cluster seed-80c, but the AppProject still sends that team "
+                   "there", "remove that destination", "argocd app delete tfjobgen-seed-80c-research --cascade")
 
 
 # ---- fail loud: nothing on stdout, a non-zero exit, a message that says why -------------------------

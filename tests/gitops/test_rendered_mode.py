@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -121,9 +122,17 @@ def test_check_names_stale_files_and_the_command_that_fixes_them(repo):
         in stale.stderr
     assert tfjobgen(repo, "hydrate").returncode == 0
     assert tfjobgen(repo, "hydrate", "--check").returncode == 0
-    # Retiring a job: delete its file and its line; its rendered files go away with it.
+    # Retiring a job: delete its file and its line; its rendered files go away with it. It is its team's last
+    # job, so the team leaves the clusters too, in the same change (docs/gitops.md, "Retire a job safely").
     (repo / "jobs" / "scene2-case1.yaml").unlink()
     write_job_list(repo)
+    refused = tfjobgen(repo, "hydrate")
+    assert refused.returncode == 1 and "no job of namespace placement-experiments runs on cluster" in refused.stderr
+    project = repo / "argocd" / "base" / "project.yaml"
+    project.write_text("".join(line for line in project.read_text().splitlines(keepends=True)
+                               if "namespace: placement-experiments}" not in line))
+    for profile in (repo / "overlays").glob("*/cluster-profile.yaml"):
+        profile.write_text(profile.read_text().replace(", placement-experiments]", "]"))
     assert tfjobgen(repo, "hydrate").returncode == 0
     assert not list((repo / "rendered").rglob("scene2-case1.yaml"))
     assert not (repo / "rendered" / "seed-80c" / "placement-experiments").exists(), "empty folders are removed"
@@ -132,7 +141,7 @@ def test_check_names_stale_files_and_the_command_that_fixes_them(repo):
 def test_retiring_a_job_that_an_overlay_patches_needs_the_patch_removed_too(hydrated):
     (hydrated / "jobs" / "wide-deep.yaml").unlink()
     write_job_list(hydrated)
-    refused(hydrated, "overlays/prod-96c/kustomization.yaml:12: patches[0].target.name: this patch targets "
+    refused(hydrated, "overlays/prod-96c/kustomization.yaml:13: patches[0].target.name: this patch targets "
                       "TrainingJob 'wide-deep', which no file in jobs/ defines")
 
 
@@ -191,8 +200,8 @@ def test_an_invalid_job_stops_hydrate_with_its_file_and_line(hydrated):
 def test_a_job_the_build_lost_is_refused(hydrated):
     listing = hydrated / "jobs" / "kustomization.yaml"
     listing.write_text(listing.read_text().replace("- scene2-case1.yaml\n", ""))
-    refused(hydrated, "overlays/seed-80c: 1 of the 3 job(s) in jobs/ are missing from the build: "
-                      "placement-experiments/scene2-case1 (jobs/scene2-case1.yaml:7)")
+    refused(hydrated, "overlays/seed-80c: 1 of the 3 job(s) in jobs/ are missing from the build (counting the jobs "
+                      "that run on this cluster): placement-experiments/scene2-case1 (jobs/scene2-case1.yaml:7)")
 
 
 def test_two_job_files_with_the_same_name_are_refused(hydrated):
@@ -206,6 +215,8 @@ def test_two_job_files_with_the_same_name_are_refused(hydrated):
 
 
 def test_an_overlay_that_moves_a_job_to_another_namespace_is_refused(hydrated):
+    profile = hydrated / "overlays" / "seed-80c" / "cluster-profile.yaml"  # a cluster that runs every namespace
+    profile.write_text(re.sub(r"(?m)^  namespaces: .*\n", "", profile.read_text()))
     kustomization = hydrated / "overlays" / "seed-80c" / "kustomization.yaml"
     kustomization.write_text(kustomization.read_text() + "namespace: ml-scratch\n")
     refused(hydrated, "job 'wide-deep' is written for namespace ml-training, but overlays/seed-80c puts it in "
@@ -216,14 +227,14 @@ def test_an_overlay_patch_of_a_field_that_does_not_exist_is_refused_at_the_patch
     kustomization = hydrated / "overlays" / "prod-96c" / "kustomization.yaml"
     kustomization.write_text(kustomization.read_text().replace("/spec/roles/worker/replicas",
                                                                "/spec/roles/worker/replicaz"))
-    refused(hydrated, "overlays/prod-96c/kustomization.yaml:15: spec.roles.worker.replicaz: unknown field "
+    refused(hydrated, "overlays/prod-96c/kustomization.yaml:16: spec.roles.worker.replicaz: unknown field "
                       "'replicaz'", "set by this overlay's patch; jobs/wide-deep.yaml has no such field")
 
 
 def test_an_overlay_patch_of_a_job_that_does_not_exist_is_refused(hydrated):
     kustomization = hydrated / "overlays" / "prod-96c" / "kustomization.yaml"
     kustomization.write_text(kustomization.read_text().replace("name: wide-deep}", "name: wide-dep}"))
-    refused(hydrated, "overlays/prod-96c/kustomization.yaml:12: patches[0].target.name: this patch targets "
+    refused(hydrated, "overlays/prod-96c/kustomization.yaml:13: patches[0].target.name: this patch targets "
                       "TrainingJob 'wide-dep', which no file in jobs/ defines, so it changes nothing")
 
 
