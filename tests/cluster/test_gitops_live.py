@@ -10,6 +10,7 @@ rendered mode. demos/gitops_loop.py (make demo-gitops) drives the same Repo and 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -19,9 +20,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kubernetes.dynamic.exceptions import NotFoundError
 from cluster_support import SESSION_HOME, leftovers, local_cluster, need_cluster_tools, tfjobgen
 from conftest import REPO, SAMPLE, need, sample_repo
 
+from tfjobgen.cluster import home as cluster_home
 from tfjobgen.harness.argocd_loop import ArgoCD, Repo, Seen, job_objects, job_pods, located, small_job
 
 SEED_PROFILE = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"
@@ -250,7 +253,8 @@ def test_health_as_argo_cd_computes_it_with_the_repositorys_lua_through_a_jobs_l
     health("Job", f"{JOB}-worker", "Progressing")
     # Completed: every task of ctr-jobset exits 0 (KWOK ends the pods), the JobSet controller completes it.
     for pod in job_pods(live.objects, "ctr-jobset"):
-        live.cluster.succeed_pod(TEAM, pod["metadata"]["name"])
+        with contextlib.suppress(NotFoundError):  # a pod listed a moment ago may be gone: nothing to end
+            live.cluster.succeed_pod(TEAM, pod["metadata"]["name"])
     health("JobSet", "ctr-jobset", "Healthy")
     # Failed for good: a worker exits 3 (a permanent exit code: podFailurePolicy FailJob, the JobSet fails).
     worker = next(p for p in job_pods(live.objects, JOBSET_JOB) if "worker" in p["metadata"]["name"])
@@ -380,6 +384,6 @@ def test_a_failed_argo_cd_start_says_why_and_leaves_nothing_running(tmp_path):
     assert "Traceback" not in proc.stderr
     # Nothing runs; only the logs stay, for the one the message points at, until the next up or down of the name.
     folder = SESSION_HOME / "argocd-refused"
-    assert leftovers(folder) == [] and sorted(p.name for p in folder.iterdir()) == ["logs"]
+    assert leftovers(folder) == [] and sorted(p.name for p in folder.iterdir()) == [cluster_home.MARKER_FILE, "logs"]
     assert f"(its log: {folder / 'logs'}" in proc.stderr, proc.stderr
     assert tfjobgen("cluster", "down", "--name", "argocd-refused").returncode == 0 and not folder.exists()

@@ -107,10 +107,12 @@ class Repo:
 
 
 def small_job(name: str, namespace: str = "ml-training", workers: int = 2, worker_cpu: str = "2",
-              extra: str = "") -> str:
-    """A job of tfjobgen's own runtime with cores of its own (qos cpuset): 1 PS, `workers` workers, a chief."""
+              extra: str = "", cluster: str = "seed-80c") -> str:
+    """A job of tfjobgen's own runtime with cores of its own (qos cpuset): 1 PS, `workers` workers, a chief, on
+    `cluster` only (the one Argo CD syncs here; its modelDir is its own)."""
     return (f"apiVersion: tfjobgen.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: {name}\n"
             f"  namespace: {namespace}\nspec:\n  image: registry.example.com/ml/tfjobgen-runtime:0.1.0\n"
+            f"  clusters: [{cluster}]\n"
             f"  qos: cpuset\n  roles:\n    ps: {{replicas: 1, cpu: 2, memory: 4Gi}}\n"
             f"    worker: {{replicas: {workers}, cpu: {worker_cpu}, memory: 4Gi}}\n"
             f"    chief: {{cpu: 1, memory: 2Gi}}\n  training:\n    steps: 1000\n    data: {{format: synthetic}}\n"
