@@ -8,7 +8,6 @@ in a mount namespace of the command's own (unshare -m), gone with it; as anyone 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess

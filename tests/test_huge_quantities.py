@@ -30,7 +30,7 @@ def test_ordinary_amounts_are_shown_as_before():
                                                   ("cpu", "1e1000", "(about 1e1000 CPU, 8Gi)")])
 def test_a_huge_role_is_refused_in_a_short_line(field, value, shown, tmp_path):
     old = "memory: 8Gi" if field == "memory" else "cpu: 4"
-    (tmp_path / "job.yaml").write_text(SMALL_JOB.replace(f"ps: {{replicas: 2, cpu: 4, memory: 8Gi}}",
+    (tmp_path / "job.yaml").write_text(SMALL_JOB.replace("ps: {replicas: 2, cpu: 4, memory: 8Gi}",
                                                          "ps: {replicas: 2, cpu: 4, memory: 8Gi}".replace(
                                                              old, f'{field}: "{value}"')))
     proc = run_tfjobgen("validate", "job.yaml", cwd=tmp_path)

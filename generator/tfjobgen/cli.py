@@ -49,9 +49,9 @@ def _print_problems(problems) -> None:
 
 
 def cmd_validate(args) -> int:
-    from .expand import pipeline
     from pathlib import Path
 
+    from .expand import pipeline
     from .inputs import intents
     from .inputs.problems import has_errors
 

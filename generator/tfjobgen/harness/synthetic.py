@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from .sample import REPO, SAMPLE
+
 SEED = 20261123
 TEAMS = 20
 COPIED = ("bases", "overlays", "plugins")

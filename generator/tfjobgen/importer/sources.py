@@ -126,7 +126,7 @@ def read(data: dict) -> Source | Refusal:
     if kind == "Job" and api == VOLCANO:
         return _volcano(data)
     if kind == "Experiment":
-        return Refusal("kind", f"a Katib Experiment: its trialTemplate is a template filled in per trial "
+        return Refusal("kind", "a Katib Experiment: its trialTemplate is a template filled in per trial "
                                "(${trialParameters.*}); import the TFJob one trial ran (kubectl get tfjob -o yaml)")
     if kind.lower() != TFJOB.lower():
         return Refusal("kind", f"{what(data)} is not a job import reads: it reads Kubeflow TFJobs "
