@@ -25,11 +25,11 @@ import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from ..inputs import quantity
+from ..inputs import kubernetes_syntax, quantity, schema
 from ..inputs.problems import Problem
 
 # The files of this repository a team's repository carries as they are (relative to the tool's root).
@@ -44,8 +44,6 @@ TOOL_FILES = ("bases/kustomization.yaml", "bases/trainingjob-fields.yaml",
               # the jobs pipeline's own steps, as this repository's gitops.yml runs them
               ".github/scripts/fetch_crds.py", ".github/scripts/pr_comment.py", ".github/scripts/check_output.py")
 EXECUTABLE = ("plugins/tfjobgen.dev/v1alpha1/clusterprofile/ClusterProfile",)
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_RELEASE = re.compile(r"^1\.(3[0-9]|[4-9][0-9])$")
 
 
 class InitError(Exception):
@@ -75,7 +73,6 @@ class Answers:
     kubernetes: str = "1.30"
     repo_url: str = "https://git.example.com/your-team/training-jobs.git"
     requirement: str = f"tfjobgen=={__version__}"
-    extra: dict = field(default_factory=dict)
 
 
 def parse_cluster(text: str) -> ClusterShape:
@@ -85,7 +82,7 @@ def parse_cluster(text: str) -> ClusterShape:
     if len(parts) not in (3, 4):
         raise InitError(f"--cluster {text!r}: expected NAME:CPU:MEMORY[:RESERVED], {example}")
     name, cpu, memory = parts[:3]
-    if not _LABEL.match(name) or len(name) > 63:
+    if kubernetes_syntax.dns_label_problem(name):
         raise InitError(f"--cluster {text!r}: the name {name!r} must be a DNS-1123 label (lower-case letters, "
                         f"digits and '-'), {example}")
     if not cpu.isdigit() or int(cpu) < 2:
@@ -107,15 +104,15 @@ def check(answers: Answers) -> None:
     names = [c.name for c in answers.clusters]
     if len(set(names)) != len(names):
         raise InitError(f"two clusters share a name ({', '.join(sorted(names))}): each overlay needs its own")
-    if not _LABEL.match(answers.namespace) or len(answers.namespace) > 63:
+    if kubernetes_syntax.dns_label_problem(answers.namespace):
         raise InitError(f"--namespace {answers.namespace!r} must be a DNS-1123 label such as ranking")
-    if answers.monitoring_namespace and (not _LABEL.match(answers.monitoring_namespace)
-                                         or len(answers.monitoring_namespace) > 63):
+    if answers.monitoring_namespace and kubernetes_syntax.dns_label_problem(answers.monitoring_namespace):
         raise InitError(f"--monitoring-namespace {answers.monitoring_namespace!r} must be a DNS-1123 label")
     if answers.monitoring_namespace == answers.namespace:
         raise InitError(f"--monitoring-namespace {answers.monitoring_namespace!r} is the team's own namespace: "
                         "Prometheus runs in a namespace of its own")
-    if not _RELEASE.match(answers.kubernetes):
+    releases = schema.load(schema.CLUSTER_PROFILE)["properties"]["spec"]["properties"]["kubernetesVersion"]["pattern"]
+    if not re.match(releases, answers.kubernetes):  # the profile's own rule, said in init's words
         raise InitError(f"--kubernetes {answers.kubernetes!r}: a minor release from 1.30 on, such as 1.34")
     if answers.registry and (answers.registry != answers.registry.strip("/") or " " in answers.registry):
         raise InitError(f"--registry {answers.registry!r}: a registry and path such as harbor.corp.example/ml")
