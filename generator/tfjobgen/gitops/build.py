@@ -42,7 +42,7 @@ from ..expand import emit, pipeline
 from ..inputs import intents, routing, source
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
 from . import clusters, layout
-from .tree import OVERLAYS
+from .tree import OVERLAYS, relative
 
 BUILD_TIMEOUT_SECONDS = 600
 # tfjobgen's own problem lines (`file:line: [warning: ]field: message`), as kustomize relays them.
@@ -298,7 +298,7 @@ def _direct(root: Path, kustomization: layout.Layout, selection: Selection) -> B
     try:
         profile = pipeline.load_profile(str(root / kustomization.profile))
     except InvalidInput as err:
-        build.problems = [_relative(p, root) for p in err.problems]
+        build.problems = [relative(p, root) for p in err.problems]
         return build
     picked = [intent for intent in kustomization.intents if selection.picks(intent)]
     found, wrong = pipeline.for_cluster(picked, profile)  # only the jobs that run on this cluster
@@ -310,7 +310,7 @@ def _direct(root: Path, kustomization: layout.Layout, selection: Selection) -> B
         build.problems = [_nothing_selected(root, selection, kustomization, profile, len(picked))]
         return build
     expansion = pipeline.expand(found, profile)
-    build.problems = [_relative(p, root) for p in expansion.problems]
+    build.problems = [relative(p, root) for p in expansion.problems]
     if expansion.ok:
         build.objects = expansion.in_order()
     return build
@@ -331,7 +331,7 @@ def _expanded(root: Path, kustomization: layout.Layout, intents_build: Build, se
     try:
         profile = pipeline.load_profile(str(root / kustomization.profile))
     except InvalidInput as err:
-        build.problems = [_relative(p, root) for p in err.problems]
+        build.problems = [relative(p, root) for p in err.problems]
         return build
     written = {i.name for i in kustomization.intents if selection.picks(i)} if selection.files is not None else None
     items = [item for item in intents_build.objects if not intents.is_intent(item) or (
@@ -361,16 +361,6 @@ def _nothing_selected(root: Path, selection: Selection, kustomization: layout.La
     cluster = clusters.Cluster(kustomization.overlay.removeprefix(f"{OVERLAYS}/"), profile.name, profile.namespaces,
                               profile.allow_no_jobs, kustomization.profile)
     return clusters.no_job_left(root, cluster, ", ".join(sorted(selection.namespaces)))
-
-
-def _relative(problem: Problem, root: Path) -> Problem:
-    if problem.file and Path(problem.file).is_absolute():
-        try:
-            return Problem(problem.message, problem.field, problem.severity,
-                           Path(problem.file).relative_to(root).as_posix(), problem.line, problem.ref)
-        except ValueError:
-            pass
-    return problem
 
 
 def _merged(name: str, kustomization: layout.Layout, parts: list[Build], selection: Selection) -> Build:

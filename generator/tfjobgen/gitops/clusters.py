@@ -218,7 +218,7 @@ def validate(root: Path, found: list[intents.Intent], overlays: list[Cluster], w
         try:
             profile = pipeline.load_profile(str(root / cluster.profile_file))
         except InvalidInput as err:
-            found_problems = [_relative(p, root) for p in err.problems]
+            found_problems = [tree.relative(p, root) for p in err.problems]
         else:
             mine, found_problems = pipeline.for_cluster(found, profile)
             for intent in mine:
@@ -228,7 +228,7 @@ def validate(root: Path, found: list[intents.Intent], overlays: list[Cluster], w
             elif whole and not profile.allow_no_jobs:
                 found_problems.append(dataclasses.replace(
                     pipeline.no_jobs(0, len(found), profile.name), file=cluster.profile_file))
-        for problem in map(lambda p: _relative(p, root), found_problems):
+        for problem in (tree.relative(p, root) for p in found_problems):
             key = problem.format()
             first.setdefault(key, problem)
             clusters_of.setdefault(key, []).append(cluster.overlay)
@@ -242,11 +242,3 @@ def validate(root: Path, found: list[intents.Intent], overlays: list[Cluster], w
         result.append(problem)
     return result
 
-
-def _relative(problem: Problem, root: Path) -> Problem:
-    if problem.file and Path(problem.file).is_absolute():
-        try:
-            return dataclasses.replace(problem, file=Path(problem.file).relative_to(root).as_posix())
-        except ValueError:
-            pass
-    return problem

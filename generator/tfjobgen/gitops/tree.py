@@ -10,6 +10,7 @@ never touches the repository's index, worktrees or refs.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 import tarfile
@@ -49,6 +50,16 @@ class JobFile:
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+def relative(problem: Problem, root: Path) -> Problem:
+    """The problem with its file as the user knows it, relative to the tree's root (as it was, when outside)."""
+    if problem.file and Path(problem.file).is_absolute():
+        try:
+            return dataclasses.replace(problem, file=Path(problem.file).relative_to(root).as_posix())
+        except ValueError:
+            pass
+    return problem
 
 
 def is_tree(root: Path) -> bool:
