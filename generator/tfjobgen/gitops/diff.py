@@ -49,7 +49,8 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bo
         files = affected_files(root, base_root, commit)  # build only what the change can affect
         base = load_side(base_root, f"{base_ref} ({commit[:8]})", files)
     head = load_side(root, _head_label(root), files)
-    problems = list(head.problems) + intent_problems(root, files) + namespace_moves(base.jobs, head.jobs)
+    problems = (list(head.problems) + intent_problems(root, files, list(head.routes.values()))
+                + namespace_moves(base.jobs, head.jobs))
     sections = []
     # Each cluster's placement starts a local cluster of its own (6 s or so): two at once, beside the rest.
     pool = ThreadPoolExecutor(max_workers=PLACEMENTS_AT_ONCE)
@@ -88,7 +89,7 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bo
             if section.overlay in placements:
                 section.placement = placements[section.overlay].result()
     changed = [job for job in head.jobs if files is None or job.file in files]  # the others were checked before
-    problems += clusters.shared_model_dirs(changed, clusters.read(root), head.intents,
+    problems += clusters.shared_model_dirs(changed, list(head.routes.values()), head.intents,
                                            lambda overlay: build.intents_as_built(root, overlay))
     problems += output_problems(base, head, crd_dir)
     return Report(base.label, head.label, sections, _dedupe(problems))

@@ -8,7 +8,6 @@ namespace is refused (namespace_moves).
 
 from __future__ import annotations
 
-import dataclasses
 import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ class Side:
     refused: set[str] = field(default_factory=set)  # built, but refused by the checks of deliver.py
     intents: dict[str, list[dict] | None] = field(default_factory=dict)  # per overlay, as built (build.Build)
     unbuilt: int = 0  # jobs left out of the builds: the change cannot affect them
+    routes: dict[str, clusters.Cluster] = field(default_factory=dict)  # per overlay: which jobs it runs
 
     @property
     def predates_project(self) -> bool:
@@ -46,7 +46,7 @@ def load_side(root: Path, label: str, files: frozenset[str] | None = None) -> Si
     built_jobs = jobs if files is None else [job for job in jobs if job.file in files]
     side.unbuilt = len(jobs) - len(built_jobs)
     selection = build.EVERYTHING if files is None else build.Selection(files=files)
-    routes = {cluster.overlay: cluster for cluster in clusters.read(root, overlays)}
+    side.routes = routes = {cluster.overlay: cluster for cluster in clusters.read(root, overlays)}
     # A side builds a cluster only when a changed job runs on it (every cluster, when any job may have changed).
     wanted = [o for o in overlays if files is None or clusters.jobs_on(built_jobs, routes[o])]
     builds = build.build_overlays(root, wanted, selection) if wanted else {}
@@ -109,11 +109,13 @@ def _only_intents(path: Path) -> bool:
     return all(intents.is_intent(d.data) for d in documents)
 
 
-def intent_problems(root: Path, files: frozenset[str] | None = None) -> list[Problem]:
+def intent_problems(root: Path, files: frozenset[str] | None = None,
+                    overlays: list[clusters.Cluster] | None = None) -> list[Problem]:
     """What `tfjobgen validate jobs/` reports (each job against the profile of every cluster it runs on, and
     where jobs go: gitops/clusters.py), with paths relative to root.
 
-    With `files`, only the jobs in those files are checked (the others have not changed).
+    With `files`, only the jobs in those files are checked (the others have not changed); `overlays`: the
+    tree's clusters, when the caller has read them already.
     """
     from ..expand import pipeline
 
@@ -122,14 +124,13 @@ def intent_problems(root: Path, files: frozenset[str] | None = None) -> list[Pro
         return []
     every, problems = pipeline.load_intents([str(folder)], relative_to=str(root))
     found = [intent for intent in every if files is None or intent.file in files]
-    overlays = clusters.read(root)
+    overlays = clusters.read(root) if overlays is None else overlays
     # A profile's own rules are reported by its cluster's build; here only the jobs' problems count.
     problems += [p for p in clusters.validate(root, found, overlays, whole=False, name_clusters=False)
                  if not (p.ref and p.ref.kind == pipeline.PROFILE_KIND)] if found else []
     problems += clusters.check(root, [tree.job_file(intent) for intent in every], overlays)
     problems += intents.unlisted([str(folder)]) + intents.missing_listed([str(folder)])
-    return [dataclasses.replace(p, file=Path(p.file).relative_to(root).as_posix())
-            if Path(p.file).is_absolute() else p for p in problems]
+    return [tree.relative(p, root) for p in problems]
 
 
 def namespace_moves(base: list[tree.JobFile], head: list[tree.JobFile]) -> list[Problem]:
