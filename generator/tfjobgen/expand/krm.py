@@ -108,13 +108,13 @@ def _generated(item) -> bool:
 def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     """Replace each intent among `items` by its objects; everything else passes through untouched."""
     every = [i for i, item in enumerate(items) if intents.is_intent(item)]
+    written = [_intent(items[i]) for i in every]
     # Intents of other clusters (inputs/routing.py) leave the build: this cluster neither checks nor runs them.
-    mine, wrong = pipeline.for_cluster([_intent(items[i]) for i in every], profile)
+    found, wrong = pipeline.for_cluster(written, profile)
     if wrong:  # placed at the files the user wrote, as every error is below
-        return items, pipeline.for_cluster(_with_sources([_intent(items[i]) for i in every], root), profile)[1]
-    kept = {id(intent.data) for intent in mine}
-    positions = [i for i in every if id(items[i]) in kept]
-    found = [_intent(items[i]) for i in positions]
+        return items, pipeline.for_cluster(_with_sources(written, root), profile)[1]
+    kept = {id(intent.data) for intent in found}
+    positions = [i for i in every if id(items[i]) in kept]  # in the order of `found`: for_cluster keeps it
     if not found:
         misplaced = None if every else _misplaced(items, profile, root)  # said whatever allowNoJobs says
         if misplaced or not profile.allow_no_jobs:
