@@ -195,10 +195,9 @@ def build_overlays(root: Path, overlays: list[str], selection: Selection = EVERY
             tempfile.TemporaryDirectory(prefix="tfjobgen-shares-") as scratch:
         runs: list[tuple[str, Path, Path, dict]] = []  # (overlay, tree root, overlay folder, environment)
         for name, kustomization in kustomizations.items():
-            runs_here = _routing_of(root, kustomization)
-            picked = {intent.file for intent in kustomization.intents if selection.picks(intent) and runs_here(intent)}
-            files = [f for f in kustomization.files() if f in picked]
             shareable = kustomization.need <= layout.PER_OBJECT and kustomization.local
+            shared = (modes[name] == INTENTS and selection != EVERYTHING and shareable) or modes[name] == SHARDS
+            files = _files_to_share(root, kustomization, selection) if shared else []
             if modes[name] == INTENTS and selection != EVERYTHING and shareable:
                 # Some jobs of a big tree (a team's Application, a diff): kustomize reads only their files.
                 folder = layout.write_share(root, kustomization, files, Path(scratch, name),
@@ -238,16 +237,16 @@ def intents_as_built(root: Path, overlay: str) -> list[dict] | None:
     return [obj for obj in built.objects if intents.is_intent(obj)] if built.ok else None
 
 
-def _routing_of(root: Path, kustomization: layout.Layout):
-    """Whether an intent of the overlay runs on its cluster (inputs/routing.py), for choosing what kustomize
-    reads; every intent when the profile cannot be read (the build then says why)."""
+def _files_to_share(root: Path, kustomization: layout.Layout, selection: Selection) -> list[str]:
+    """The intent files a share of the overlay holds: the selected ones whose jobs run on its cluster
+    (inputs/routing.py; every selected one when the profile cannot be read: the build then says why)."""
     try:
         profile = pipeline.load_profile(str(root / kustomization.profile)) if kustomization.profile else None
     except InvalidInput:
         profile = None
-    if profile is None:
-        return lambda intent: True
-    return lambda intent: routing.runs_on(intent.data, profile.name, profile.namespaces)
+    picked = {intent.file for intent in kustomization.intents if selection.picks(intent) and (
+        profile is None or routing.runs_on(intent.data, profile.name, profile.namespaces))}
+    return [f for f in kustomization.files() if f in picked]
 
 
 def _runs_this_generator(root: Path) -> bool:
