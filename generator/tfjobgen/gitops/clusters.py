@@ -34,6 +34,7 @@ class Cluster:
     namespaces: tuple[str, ...] | None  # spec.namespaces (None: every namespace)
     allow_no_jobs: bool
     profile_file: str  # relative to the root ("" when the overlay holds no readable profile)
+    namespaces_lines: tuple[int, ...] = ()  # the line of each of spec.namespaces in profile_file
 
     def runs(self, job: tree.JobFile) -> bool:
         return routing.goes_to(job.namespace, job.clusters, self.name, self.namespaces)
@@ -65,8 +66,9 @@ def read(root: Path, overlays: list[str] | None = None) -> list[Cluster]:
         if profile is None:
             found.append(Cluster(overlay, overlay, None, True, ""))
         else:
+            lines = tuple(profile.origin.line_of(f"spec.namespaces[{i}]") for i in range(len(profile.namespaces or ())))
             found.append(Cluster(overlay, profile.name, profile.namespaces, profile.allow_no_jobs,
-                                 path.relative_to(root).as_posix()))
+                                 path.relative_to(root).as_posix(), lines))
     return found
 
 
@@ -118,8 +120,6 @@ def _undestined_namespaces(root: Path, found: list[Cluster]) -> list[Problem]:
     """A namespace a profile runs that the AppProject does not send Argo CD to on that cluster."""
     from fnmatch import fnmatchcase
 
-    from ..expand import pipeline
-
     problems = []
     for project in policy.projects(root):
         for cluster in found:
@@ -128,13 +128,12 @@ def _undestined_namespaces(root: Path, found: list[Cluster]) -> list[Problem]:
             patterns = project.destinations(cluster.overlay)
             for index, namespace in enumerate(cluster.namespaces):
                 if not any(fnmatchcase(namespace, p) for p in patterns):
-                    origin = pipeline.load_profile(str(root / cluster.profile_file)).origin
                     problems.append(Problem(
                         f"cluster {cluster.overlay} runs namespace {namespace}, but AppProject {project.name} "
                         f"({project.file}) has no destination {{name: {cluster.overlay}, namespace: {namespace}}}, so "
                         "Argo CD would refuse to sync its jobs: add that destination, or take the namespace out "
                         "of this list", f"spec.namespaces[{index}]", file=cluster.profile_file,
-                        line=origin.line_of(f"spec.namespaces[{index}]")))
+                        line=cluster.namespaces_lines[index]))
     return problems
 
 
