@@ -33,7 +33,6 @@ from . import build, clusters, markdown, object_meta, policy, tree
 from .changes import Cluster, Report, compare
 from .sides import Side, affected_files, intent_problems, load_side, namespace_moves
 
-
 PLACEMENTS_AT_ONCE = 2  # local clusters started at once for the placement preview
 
 
