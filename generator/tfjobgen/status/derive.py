@@ -18,7 +18,8 @@ The job's state, first that applies:
                            for good: a permanent exit, its budget spent, the deadline), which with
                            tfjobgen's runtime makes the chief stop every other task
     succeeded              the TFJob Succeeded, the JobSet Completed; native: the chief's pod
-                           completed (worker 0's without a chief): the runtime's "training done"
+                           completed (worker 0's without a chief): the runtime's "training done", and
+                           no task runs any more (until then: running, as Argo CD's Job health says)
     waiting for admission  suspended for Kueue (its Workload not admitted), or a PodGroup not yet
                            Running with tasks unbound (Volcano, the coscheduling plugin)
     suspended              suspended, and nothing that would admit it (no Kueue queue)
@@ -424,7 +425,14 @@ def _state(snapshot: Snapshot, status: JobStatus, rules, runtime: bool) -> tuple
     by_name = {t.task: t for t in tasks}
     leader = by_name.get(_leader(tasks))
     failed = _true(conditions, "Failed")
-    if not _reporting(snapshot).job_conditions and leader and leader.phase == "Succeeded":
+    if not _reporting(snapshot).job_conditions and leader and leader.phase == "Succeeded" and not failed:
+        # Native: the job is done once every Job is, as Argo CD's health of its Jobs says: the chief's success
+        # first tells the others DONE (runtime/control.py, or the entrypoint of a program of your own).
+        busy = [t.task for t in tasks if t.phase in ("Pending", "Running", "Terminating")]
+        if busy:
+            return RUNNING, (f"{leader.task} completed (exit 0); {', '.join(busy[:4])}"
+                             f"{f' and {len(busy) - 4} more' if len(busy) > 4 else ''} still running: their Jobs "
+                             "complete when they hear DONE from the chief"), ""
         return SUCCEEDED, f"{leader.task} completed (exit 0): training is done", ""
     if failed:
         cause = _cause(tasks, rules, runtime)
