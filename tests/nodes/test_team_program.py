@@ -101,8 +101,12 @@ def test_a_team_program_that_succeeds_completes_its_job_and_its_ps_and_worker_ex
     assert terminated(pods["chief"])["exitCode"] == 0
     log = cluster.kubectl("logs", "-n", namespace, pods["chief"]["metadata"]["name"]).stdout
     assert "team: trained 200 steps" in log and "told every task DONE" in log, log[-2000:]
-    if backend != "tfjob":  # the TFJob operator deletes the pods still running once the chief succeeds
-        for role in ("ps", "worker"):
+    # The TFJob operator deletes the pods still running once the chief succeeds, and JobSet the child Jobs
+    # still running once the JobSet completes: on native every task's pod must be there, ended well.
+    for role in ("ps", "worker") if backend == "native" else ():
+        assert role in pods, f"no ended {role} pod"
+    for role in ("ps", "worker") if backend != "tfjob" else ():
+        if role in pods:
             assert terminated(pods[role])["exitCode"] == 0, pods[role]["status"]
             lag = _ended_at(pods[role]) - _ended_at(pods["chief"])
             TIMES[f"success {backend}: {role} ended after the chief (s)"] = lag

@@ -204,7 +204,9 @@ def _training_ignored(job: TrainingJob) -> list[Problem]:
     if job.command is None or "training" not in job.written:
         return []
     return [Problem("spec.training configures tfjobgen's own runtime, which does not run when spec.command is set: "
-                    "your program gets none of it; remove spec.training, or remove spec.command to run the runtime",
+                    "your program gets none of it (only startupTimeoutSeconds is used: twice it is how long the "
+                    "entrypoint your program runs under waits for an absent chief); remove spec.training, or remove "
+                    "spec.command to run the runtime",
                     "spec.training", severity=WARNING)]
 
 
