@@ -36,15 +36,17 @@ def argo_app_health(jobs: list[dict]) -> str:
 AGREES = {"succeeded": "Healthy", "failed": "Degraded", "running": "Progressing", "starting": "Progressing"}
 
 
-def _snapshot(ended: dict[str, tuple[str, int | None]], job_conditions: dict[str, tuple[str, str]]) -> Snapshot:
-    """The wide & deep job on native: each role's pods in `ended`'s phase (with exit code), each role's Job with
-    `job_conditions`' (type, reason)."""
-    objects = render(JOBS / "wide-deep.yaml")
+def _snapshot(ended: dict[str, tuple[str, int | None]], job_conditions: dict[str, tuple[str, str]],
+              job=JOBS / "wide-deep.yaml", ended_at: dict[str, str] | None = None) -> Snapshot:
+    """A job on native (the wide & deep job by default): each role's pods in `ended`'s phase (with exit code, ended
+    at `ended_at`'s time), each role's Job with `job_conditions`' (type, reason)."""
+    objects = render(job)
     jobs = [o for o in objects if o["kind"] == "Job"]
     pods = []
     for pod in backends.pods_of(objects):
         phase, code = ended.get(pod.role, ("Running", None))
-        state = {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}} \
+        state = {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                                "finishedAt": (ended_at or {}).get(pod.role, "2026-01-01T01:00:00Z")}} \
             if code is not None else {"running": {}}
         pods.append({"metadata": {"name": pod.hostname, "namespace": NAMESPACE, "labels": pod.labels,
                                   "annotations": pod.annotations, "creationTimestamp": "2026-01-01T00:00:00Z"},
@@ -58,7 +60,8 @@ def _snapshot(ended: dict[str, tuple[str, int | None]], job_conditions: dict[str
             job["status"] = {"conditions": [{"type": kind, "status": "True", "reason": reason, "message": "",
                                              "lastTransitionTime": "2026-01-01T01:00:00Z"}]}
     maps = [o for o in objects if o["kind"] == "ConfigMap"]
-    return Snapshot(NAMESPACE, "wide-deep", "native", jobs, jobs, maps, pods)
+    name = next(o["metadata"]["name"] for o in objects if o["kind"] == "ConfigMap").removesuffix("-cluster")
+    return Snapshot(NAMESPACE, name, "native", jobs, jobs, maps, pods)
 
 
 CASES = {
@@ -82,3 +85,16 @@ def test_status_never_says_succeeded_while_a_task_runs_or_a_job_failed_and_agree
     assert AGREES[status.state] == argo_app_health(snapshot.jobs)
     if expected == "running":
         assert "chief:0 completed (exit 0)" in status.reason and "ps:0" in status.reason
+
+
+def test_a_program_of_ones_own_that_failed_for_good_is_the_cause_not_the_tasks_its_entrypoint_stopped(tmp_path):
+    """Under the entrypoint, as under the runtime, the others exit 4 when the chief says ABORT: often before the
+    failing program's own pod has ended (the chief's entry waits for their goodbyes first)."""
+    ended = {"ps": ("Failed", 4), "worker": ("Failed", 4), "chief": ("Failed", 42)}
+    failed = {role: ("Failed", "PodFailurePolicy") for role in ended}
+    at = {"ps": "2026-01-01T01:00:01Z", "worker": "2026-01-01T01:00:01Z", "chief": "2026-01-01T01:00:02Z"}
+    own = tmp_path / "own.yaml"
+    own.write_text((JOBS / "wide-deep.yaml").read_text().replace("spec:\n", "spec:\n  command: [python, /app/train.py]\n"
+                                                                  "  failurePolicy: {permanentExitCodes: [42]}\n", 1))
+    status = derive.job_status(_snapshot(ended, failed, own, at))
+    assert (status.state, status.cause) == ("failed", "chief:0"), status.reason
