@@ -116,9 +116,11 @@ def test_the_runtime_fails_the_job_on_its_permanent_codes_and_a_program_on_those
     own = tmp_path / "own.yaml"
     own.write_text(STAR.read_text() + "  failurePolicy: {permanentExitCodes: [42, 3], activeDeadlineSeconds: 600}\n")
     jobs = [o for o in render(own) if o["kind"] == "Job"]
-    assert all(lifecycle.from_batch_job_spec(j["spec"]) == Lifecycle(3, (3, 42), 600) for j in jobs)
+    # The entrypoint's own exits (refused, chief gone, stopped) are permanent too, beside the declared ones.
+    assert all(lifecycle.from_batch_job_spec(j["spec"]) == Lifecycle(3, (2, 3, 4, 42), 600) for j in jobs)
     default = [o for o in render(STAR) if o["kind"] == "Job"]
-    assert all(len(j["spec"]["podFailurePolicy"]["rules"]) == 1 for j in default), "none declared: disruptions only"
+    assert all(lifecycle.from_batch_job_spec(j["spec"]).permanent_exit_codes == contract.PERMANENT_EXIT_CODES
+               for j in default), "none declared: the entrypoint's"
 
 
 def test_the_runtime_reads_its_budget_and_failure_count():
@@ -162,12 +164,22 @@ def _warnings(text, tmp_path, profile=None):
     return [p for p in problems_of(text, tmp_path, profile=profile) if not p.is_error]
 
 
-def test_a_program_of_ones_own_without_a_deadline_is_warned_that_nothing_ends_its_ps(tmp_path):
-    text = STAR.read_text()
-    [warning] = [w for w in _warnings(text, tmp_path) if w.field == "spec.command"]
-    assert "nothing ends this job's 2 PS" in warning.message and "activeDeadlineSeconds" in warning.message
+@pytest.mark.parametrize("backend", ["native", "jobset", "tfjob"])
+def test_a_program_of_ones_own_runs_under_the_entrypoint_which_ends_its_ps_on_every_backend(backend, tmp_path):
+    """Issue 32: validate warned 'nothing ends this job's PS' (also on jobset, whose successPolicy ends it), and
+    on native nothing did. Now every backend's pods run the program under the entrypoint, which ends them."""
+    text = STAR.read_text().replace("spec:\n", f"spec:\n  backend: {backend}\n", 1)
+    assert not [w for w in _warnings(text, tmp_path) if "nothing ends" in w.message]
+    job = tmp_path / "job.yaml"
+    job.write_text(text)
+    pods = backends.pods_of(render(job))
+    assert pods and all(p.container["command"][:2] == [contract.ENTRY_PROGRAM, "--"] for p in pods)
+    assert all([c["name"] for c in p.spec["initContainers"]] == [contract.ENTRY_CONTAINER] for p in pods)
+    assert all(p.env[contract.CONTROL_ADDRESS_ENV] and p.env[contract.CHIEF_ABSENCE_ENV] == "600" for p in pods)
+
+
+def test_a_program_of_ones_own_keeps_the_profiles_deadline(tmp_path):
     seed = SAMPLE / "overlays" / "seed-80c" / "cluster-profile.yaml"  # sets ownProgramDeadlineSeconds
-    assert not [w for w in _warnings(text, tmp_path, profile=seed) if w.field == "spec.command"]
     jobs = [o for o in render(STAR, profile=seed) if o["kind"] == "Job"]
     assert {j["spec"]["activeDeadlineSeconds"] for j in jobs} == {259200}
     own = [o for o in render(JOBS / "deeprec-starserver.yaml", profile=seed) if o["kind"] == "Job"]

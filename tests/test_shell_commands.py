@@ -33,7 +33,7 @@ RUNS_A_PROGRAM = [
 
 
 def command_problems(command: list[str], tmp_path) -> list:
-    """The errors about the command (a program of one's own also gets a warning: nothing ends its PS)."""
+    """The errors about the command (warnings aside)."""
     return [p for p in problems_of(job_yaml(command=command), tmp_path)
             if p.field.startswith("spec.command") and p.is_error]
 

@@ -115,14 +115,49 @@ def split_reference(reference: str) -> tuple[str, str]:
 def image(job: TrainingJob, profile: ClusterProfile) -> str:
     """The image reference; with the profile's imageRegistry, the same repository on that mirror:
     its registry host replaced (Docker Hub's when it names none), path, tag and digest kept."""
+    return on_mirror(job.image, profile)
+
+
+def on_mirror(reference: str, profile: ClusterProfile) -> str:
     mirror = profile.image_registry
-    if not mirror or job.image.startswith(mirror + "/"):
-        return job.image
-    return f"{mirror}/{split_reference(job.image)[1]}"
+    if not mirror or reference.startswith(mirror + "/"):
+        return reference
+    return f"{mirror}/{split_reference(reference)[1]}"
+
+
+def entry_image(profile: ClusterProfile) -> str:
+    """The entrypoint's image (`make images` builds it), of this tfjobgen's version, pulled as the job's image is."""
+    from .. import __version__
+
+    return on_mirror(f"{contract.ENTRY_REPOSITORY}:{__version__}", profile)
+
+
+def wraps(job: TrainingJob) -> bool:
+    """True when the pods run a program of your own under the entrypoint (cluster-tools/entry)."""
+    return job.command is not None
 
 
 def command(job: TrainingJob) -> list[str]:
-    return list(job.command) if job.command is not None else list(contract.RUNTIME_COMMAND)
+    """The runtime's command, or `entry -- <spec.command>`: the entrypoint runs the program as its child."""
+    if wraps(job):
+        return [contract.ENTRY_PROGRAM, "--", *job.command]
+    return list(contract.RUNTIME_COMMAND)
+
+
+ENTRY_VOLUME = "tfjobgen-entry"
+
+
+def entry_init_container(job: TrainingJob, profile: ClusterProfile) -> dict:
+    """Copies the entrypoint's static binary into the emptyDir the training container runs it from (the team's
+    image needs nothing of tfjobgen). Sized with the pod's other containers (qos.apply)."""
+    return {
+        "command": [contract.ENTRY_SOURCE, "copy", contract.ENTRY_PROGRAM],
+        "image": entry_image(profile),
+        "imagePullPolicy": PULL_POLICY,
+        "name": contract.ENTRY_CONTAINER,
+        "securityContext": {**security_context(job), "readOnlyRootFilesystem": True},
+        "volumeMounts": [{"mountPath": contract.ENTRY_DIR, "name": ENTRY_VOLUME}],
+    }
 
 
 def ports(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[dict]:
@@ -130,8 +165,7 @@ def ports(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[dic
     result = [{"containerPort": profile.grpc_port, "name": naming.grpc_port_name, "protocol": "TCP"}]
     if job.uses_star_server:
         result.append({"containerPort": profile.seastar_port, "name": "seastar", "protocol": "TCP"})
-    if job.uses_runtime:
-        result.append({"containerPort": profile.control_port, "name": "control", "protocol": "TCP"})
+    result.append({"containerPort": profile.control_port, "name": "control", "protocol": "TCP"})  # runtime or entry
     return result
 
 
@@ -170,7 +204,9 @@ def _training_ignored(job: TrainingJob) -> list[Problem]:
     if job.command is None or "training" not in job.written:
         return []
     return [Problem("spec.training configures tfjobgen's own runtime, which does not run when spec.command is set: "
-                    "your program gets none of it; remove spec.training, or remove spec.command to run the runtime",
+                    "your program gets none of it (only startupTimeoutSeconds is used: twice it is how long the "
+                    "entrypoint your program runs under waits for an absent chief); remove spec.training, or remove "
+                    "spec.command to run the runtime",
                     "spec.training", severity=WARNING)]
 
 

@@ -168,15 +168,22 @@ def env(job: TrainingJob, profile: ClusterProfile, naming: Naming, role: str, in
         _var(contract.API_ENV, job.api),
         _var(contract.PROTOCOL_ENV, job.protocol),
     ]
+    # The control channel's: the runtime's, or the entrypoint's that a program of your own runs under.
+    ending = lifecycle.of(job, profile)
+    result.append(_var(contract.CONTROL_ADDRESS_ENV, control_address(job, profile, naming)))
     if job.uses_runtime:
+        result.append(_var(contract.TRAINING_ENV, json.dumps(job.training, sort_keys=True, separators=(",", ":"))))
+    else:
         result += [
-            _var(contract.CONTROL_ADDRESS_ENV, control_address(job, profile, naming)),
-            _var(contract.TRAINING_ENV, json.dumps(job.training, sort_keys=True, separators=(",", ":"))),
-            _var(contract.EVALUATOR_ENV, "1" if "evaluator" in job.roles else "0"),
-            _var(contract.RETRIES_ENV, str(lifecycle.of(job, profile).retries_per_task)),
+            _var(contract.CHIEF_ABSENCE_ENV, str(2 * job.training["startupTimeoutSeconds"])),
+            _var(contract.PERMANENT_CODES_ENV, ",".join(map(str, ending.permanent_exit_codes))),
         ]
-        if index is None and naming.failures_source is not None:
-            result.append({"name": contract.FAILURES_ENV, "valueFrom": naming.failures_source})
+    result += [
+        _var(contract.EVALUATOR_ENV, "1" if "evaluator" in job.roles else "0"),
+        _var(contract.RETRIES_ENV, str(ending.retries_per_task)),
+    ]
+    if index is None and naming.failures_source is not None:
+        result.append({"name": contract.FAILURES_ENV, "valueFrom": naming.failures_source})
     if job.uses_star_server:
         star = job.star_server
         ps_cores, worker_cores = star_server_cores(job)

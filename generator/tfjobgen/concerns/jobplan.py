@@ -111,6 +111,9 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
         volumes.append({"configMap": {
             "items": [{"key": contract.ENDPOINT_MAP_KEY, "path": contract.ENDPOINT_MAP_KEY}],
             "name": names.cluster_config(job)}, "name": CLUSTER_VOLUME})
+    if container.wraps(job):  # the entrypoint, copied in by an init container; the training container only runs it
+        mounts.append({"mountPath": contract.ENTRY_DIR, "name": container.ENTRY_VOLUME, "readOnly": True})
+        volumes.append({"emptyDir": {}, "name": container.ENTRY_VOLUME})
     training = {
         "command": container.command(job),
         "env": environment.env(job, profile, naming, role, index),
@@ -127,6 +130,7 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
         "automountServiceAccountToken": False,  # the training needs no Kubernetes API access
         "containers": [training],
         "enableServiceLinks": False,  # no env var per Service in the namespace
+        **({"initContainers": [container.entry_init_container(job, profile)]} if container.wraps(job) else {}),
         "restartPolicy": lifecycle.RESTART_POLICY,  # a failed task gets a new pod, by the Job's rules
         "securityContext": container.pod_security_context(profile),
         "volumes": volumes,

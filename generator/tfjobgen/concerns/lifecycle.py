@@ -13,8 +13,9 @@ the TFJob operator has no such fields and comes as close as it can, see backends
   because another task failed for good; a program of your own: the codes you list);
 - a pod the cluster takes away (preemption, eviction, a drained node: the pod gets the
   DisruptionTarget condition) is replaced without counting: it was not the task's fault;
-- one task failing for good fails the job. With the runtime the chief then tells every
-  other task to stop (runtime/control.py), so none keeps its cores;
+- one task failing for good fails the job. The chief then tells every other task to stop
+  (runtime/control.py; a program of your own runs under the entrypoint, cluster-tools/entry,
+  which speaks the same channel), so none keeps its cores;
 - `deadline_seconds`: every task still running after it fails.
 
 `batch_job_spec` writes the rules as batch/v1 Job fields and `from_batch_job_spec` reads
@@ -68,8 +69,10 @@ class Lifecycle:
 def of(job: TrainingJob, profile: ClusterProfile) -> Lifecycle:
     if job.uses_runtime:
         return Lifecycle(job.backoff_limit_per_task, contract.PERMANENT_EXIT_CODES, job.active_deadline_seconds)
-    return Lifecycle(job.backoff_limit_per_task, job.permanent_exit_codes,
-                     job.active_deadline_seconds or profile.own_program_deadline)
+    # A program of your own runs under the entrypoint, whose own exits (2 refused, 3 chief gone, 4 stopped)
+    # are the runtime's: permanent as well as the codes the intent lists.
+    codes = tuple(sorted(set(contract.PERMANENT_EXIT_CODES) | set(job.permanent_exit_codes)))
+    return Lifecycle(job.backoff_limit_per_task, codes, job.active_deadline_seconds or profile.own_program_deadline)
 
 
 # ---- batch/v1 -------------------------------------------------------------------------
@@ -148,12 +151,6 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
             "permanentExitCodes apply to a program of your own (spec.command); tfjobgen's runtime uses "
             f"{', '.join(map(str, contract.PERMANENT_EXIT_CODES))}: they are ignored",
             "spec.failurePolicy.permanentExitCodes", severity=WARNING))
-    lifecycle = of(job, profile)
-    if not job.uses_runtime and lifecycle.deadline_seconds is None:
-        ps = job.roles["ps"]
-        problems.append(Problem(
-            f"nothing ends this job's {ps.replicas} PS: a TensorFlow parameter server serves until it is "
-            "killed, so without tfjobgen's runtime its Job never completes and keeps its cores; set "
-            "spec.failurePolicy.activeDeadlineSeconds (or the profile's ownProgramDeadlineSeconds), or make "
-            "your program end its PS", "spec.command", severity=WARNING))
+    # No advice on what ends a program of your own's PS: the entrypoint it runs under does, on every backend
+    # (its chief's DONE once the chief's program exits 0; docs/runtime.md), as the runtime's chief does.
     return problems

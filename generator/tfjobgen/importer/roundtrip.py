@@ -69,8 +69,9 @@ def compare(source: Source, rows: list[Row], objects: list[dict]) -> list[str]:
             differ("image", container.get("image"), mine.get("image"))
         got = argv(container, path)
         if f"{path}.command" in carried and not isinstance(got, Refusal):
-            if list(got[0]) + list(got[1]) != list(mine.get("command") or []) + list(mine.get("args") or []):
-                differ("command and args", got[0] + got[1], (mine.get("command") or []) + (mine.get("args") or []))
+            runs = contract.own_program(mine.get("command") or []) + list(mine.get("args") or [])  # as the entry's child
+            if list(got[0]) + list(got[1]) != runs:
+                differ("command and args", got[0] + got[1], runs)
         resources, ours = container.get("resources") or {}, mine.get("resources") or {}
         requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
         for kind, values in (("requests", requests), ("limits", limits)):
@@ -139,4 +140,7 @@ def additions(source: Source, objects: list[dict]) -> list[str]:
             found["no API token mounted (automountServiceAccountToken: false)"] = None
         if any(v.get("name") == "scratch" for v in pod.get("volumes") or []):
             found["a writable /tmp (emptyDir)"] = None
+        if contract.own_program(mine.get("command") or []) != list(mine.get("command") or []):
+            found[f"the program runs under tfjobgen's entrypoint ({contract.ENTRY_PROGRAM}, copied in by an init "
+                  "container): it ends the PS and workers when the chief's program ends"] = None
     return list(found)

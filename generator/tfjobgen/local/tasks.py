@@ -10,7 +10,8 @@ kubelet, emulated), so each has the exact env a cluster would give it. To run he
   TFJOBGEN_EVALUATOR says whether the evaluator does;
 - `--restarts N` replaces the job's failure budget, in TFJOBGEN_TASK_RETRIES too;
 - modelDir moves to a directory of this run (--model-dir chooses another, a URL included);
-- `python` in the command means this Python;
+- `python` in the command means this Python; a program of your own runs without the entrypoint
+  (`/tfjobgen/entry --`) its pods run it under: the supervisor plays that part;
 - unpinned tasks share every CPU here, so thread pools above the CPU count are
   capped to it (a tf2 worker keeps at least 2 inter-op threads);
 - and a check refuses any env value that still names a cluster host.
@@ -182,7 +183,9 @@ def build(request: JobRequest, counts: dict[str, int], ports: list[int], run_dir
         if cpus is None and _cap_threads(env, len(machine_cpus), request.api, pod.role):
             capped.add(pod.role)
         _check_no_cluster_names(env, hosts, f"{pod.role}:{pod.index}")
-        command = list(pod.container.get("command", [])) + list(pod.container.get("args", []))
+        # A program of your own runs here without the entrypoint the pods copy in: the supervisor ends the
+        # other tasks when the chief's program ends, as the entrypoint does in a cluster.
+        command = contract.own_program(pod.container.get("command", [])) + list(pod.container.get("args", []))
         if command and command[0] in ("python", "python3"):
             command[0] = sys.executable  # this Python, which has tfjobgen (and TensorFlow)
         address = local_cluster[pod.role][pod.index] if pod.role in local_cluster else ""

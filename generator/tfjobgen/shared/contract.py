@@ -52,6 +52,11 @@ ENDPOINT_MAP_PATH_ENV = "TF_SEASTAR_ENDPOINT_MAP_PATH"
 # The port the task serves Prometheus metrics on (tfjobgen's runtime serves its own there; a
 # program of your own may serve its metrics on it). run-local sets it to a free local port.
 METRICS_PORT_ENV = "TFJOBGEN_METRICS_PORT"
+# A program of your own runs under the entrypoint (cluster-tools/entry), which reads these besides the control
+# channel's variables: how long a task waits for an absent chief (the runtime's 2 x startupTimeoutSeconds), and
+# the exits that fail the job at once (PERMANENT_EXIT_CODES and spec.failurePolicy.permanentExitCodes).
+CHIEF_ABSENCE_ENV = "TFJOBGEN_CHIEF_ABSENCE_SECONDS"
+PERMANENT_CODES_ENV = "TFJOBGEN_PERMANENT_EXIT_CODES"
 GENERATED_PREFIX = "TFJOBGEN_"  # every variable of this prefix is tfjobgen's
 DEBUG_ENV = "TFJOBGEN_DEBUG"  # set: the CLI and the runtime print tracebacks instead of one line
 
@@ -75,6 +80,19 @@ RUNTIME_COMMAND = ("python", "-m", "tfjobgen.runtime")
 METRICS_PORT_NAME = "metrics"  # the container port Prometheus scrapes (the PodMonitor names it)
 METRICS_PATH = "/metrics"
 SCRATCH_DIR = "/tmp"  # the writable emptyDir (also HOME)
+# A program of your own (spec.command) runs as `ENTRY_PROGRAM -- <command>`: the init container ENTRY_CONTAINER
+# copies the entry image's binary (at ENTRY_SOURCE) into an emptyDir mounted at ENTRY_DIR.
+ENTRY_CONTAINER = "tfjobgen-entry"
+ENTRY_DIR = "/tfjobgen"
+ENTRY_PROGRAM = f"{ENTRY_DIR}/entry"
+ENTRY_SOURCE = "/tfjobgen-entry"
+ENTRY_REPOSITORY = "registry.example.com/ml/tfjobgen-entry"  # on the profile's imageRegistry when it sets one
+
+
+def own_program(command: list[str]) -> list[str]:
+    """The program a container's command runs: a program of your own without the entrypoint it runs under."""
+    prefix = [ENTRY_PROGRAM, "--"]
+    return list(command[len(prefix):]) if list(command[:len(prefix)]) == prefix else list(command)
 
 # ---- storage -------------------------------------------------------------------------------
 

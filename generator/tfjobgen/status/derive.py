@@ -18,7 +18,8 @@ The job's state, first that applies:
                            for good: a permanent exit, its budget spent, the deadline), which with
                            tfjobgen's runtime makes the chief stop every other task
     succeeded              the TFJob Succeeded, the JobSet Completed; native: the chief's pod
-                           completed (worker 0's without a chief): the runtime's "training done"
+                           completed (worker 0's without a chief): the runtime's "training done", and
+                           no task runs any more (until then: running, as Argo CD's Job health says)
     waiting for admission  suspended for Kueue (its Workload not admitted), or a PodGroup not yet
                            Running with tasks unbound (Volcano, the coscheduling plugin)
     suspended              suspended, and nothing that would admit it (no Kueue queue)
@@ -266,6 +267,18 @@ def _uses_runtime(pods: list[dict], decoded) -> bool:
     return bool(containers) and all(c.get("command") == list(contract.RUNTIME_COMMAND) for c in containers)
 
 
+def _has_control_channel(pods: list[dict], decoded) -> bool:
+    """The tasks run the runtime, or a program of your own under the entrypoint: either way the chief stops the
+    others with ABORT when a task fails for good, and they exit EXIT_ABORTED (the aftermath, not the cause)."""
+    containers = [c for p in pods for c in (p.get("spec") or {}).get("containers") or []
+                  if c.get("name") == contract.CONTAINER_NAME]
+    if not containers and decoded is not None:
+        containers = [p.container for p in decoded.pods]
+    return bool(containers) and all(c.get("command") == list(contract.RUNTIME_COMMAND) or
+                                    contract.own_program(c.get("command") or []) != (c.get("command") or [])
+                                    for c in containers)
+
+
 def _reporting(snapshot: Snapshot) -> backends.base.Reporting:
     return backends.get(snapshot.backend).reporting
 
@@ -325,12 +338,12 @@ def _leader(tasks: list[TaskStatus]) -> str:
     return "chief:0" if any(t.role == "chief" for t in tasks) else "worker:0"
 
 
-def _cause(tasks: list[TaskStatus], rules: lifecycle.Lifecycle | None, runtime: bool) -> TaskStatus | None:
+def _cause(tasks: list[TaskStatus], rules: lifecycle.Lifecycle | None, stopped_by_chief: bool) -> TaskStatus | None:
     """The task whose failure ended the job: the first to fail for good, not one the chief stopped after."""
     ended = [t for t in tasks if t.ended and t.phase in ("Failed", NO_POD) and t.ended.exit_code not in (None, 0)]
     if rules is None or not rules.disruptions_fail:
         ended = [t for t in ended if not t.ended.disruption]
-    first = sorted(ended, key=lambda t: (runtime and t.exit_code == contract.EXIT_ABORTED, t.ended.at or "~"))
+    first = sorted(ended, key=lambda t: (stopped_by_chief and t.exit_code == contract.EXIT_ABORTED, t.ended.at or "~"))
     return first[0] if first else None
 
 
@@ -398,7 +411,8 @@ def job_status(snapshot: Snapshot) -> JobStatus:
     if snapshot.metrics:
         status.training = metrics.summarize(snapshot.metrics, _leader(tasks))
         status.training.partitioner = _partitioner(snapshot.pods)
-    status.state, status.reason, status.cause = _state(snapshot, status, rules, runtime)
+    status.state, status.reason, status.cause = _state(snapshot, status, rules,
+                                                       _has_control_channel(snapshot.pods, decoded))
     for task in tasks:
         if task.phase == NO_POD and not task.why:
             task.why = _no_pod(status.state, task)
@@ -419,15 +433,22 @@ def _partitioner(pods: list[dict]) -> str | None:
     return None
 
 
-def _state(snapshot: Snapshot, status: JobStatus, rules, runtime: bool) -> tuple[str, str, str]:
+def _state(snapshot: Snapshot, status: JobStatus, rules, stopped_by_chief: bool) -> tuple[str, str, str]:
     tasks, conditions = status.tasks, status.conditions
     by_name = {t.task: t for t in tasks}
     leader = by_name.get(_leader(tasks))
     failed = _true(conditions, "Failed")
-    if not _reporting(snapshot).job_conditions and leader and leader.phase == "Succeeded":
+    if not _reporting(snapshot).job_conditions and leader and leader.phase == "Succeeded" and not failed:
+        # Native: the job is done once every Job is, as Argo CD's health of its Jobs says: the chief's success
+        # first tells the others DONE (runtime/control.py, or the entrypoint of a program of your own).
+        busy = [t.task for t in tasks if t.phase in ("Pending", "Running", "Terminating")]
+        if busy:
+            return RUNNING, (f"{leader.task} completed (exit 0); {', '.join(busy[:4])}"
+                             f"{f' and {len(busy) - 4} more' if len(busy) > 4 else ''} still running: their Jobs "
+                             "complete when they hear DONE from the chief"), ""
         return SUCCEEDED, f"{leader.task} completed (exit 0): training is done", ""
     if failed:
-        cause = _cause(tasks, rules, runtime)
+        cause = _cause(tasks, rules, stopped_by_chief)
         if cause is None:  # its controller said no more than this (a TFJob whose pod was taken away, a deadline)
             return FAILED, failed[0].message or failed[0].describe(), ""
         why = f"{cause.task} {cause.ended.describe()}"

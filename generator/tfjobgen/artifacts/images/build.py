@@ -5,6 +5,8 @@
              deps stage are cached by their input digests (recipe.py): a tfjobgen change rebuilds one
              small layer; the runtime and the plugin share the base layer (the same blob).
     pause    single_binary_image(): one layer, one static binary (cluster-tools' pause).
+    entry    single_binary_image() of cluster-tools' entry, at ENTRY_PATH, run as 65532.
+    fixture  the runtime's base and deps stages and a layer with a team's training script: no tfjobgen.
 
 Needs root (mmdebstrap --mode=root, chroot, mount), Debian's mmdebstrap and umoci, and the network to
 Debian's archive and the Python package index while a stage is built; nothing once all are cached.
@@ -33,6 +35,8 @@ STAGE_TAG = "stage"
 SITE = recipe.SITE_PACKAGES
 PAUSE_ENTRYPOINT = ("/pause",)
 PAUSE_USER = "65535:65535"  # upstream's pause image runs as nobody
+ENTRY_PATH = "/tfjobgen-entry"  # where the entry image holds the binary its init container copies (`copy`)
+TEAM_SCRIPT_PATH = "/opt/team/train.py"
 IMAGE_ENV = {"PATH": rootfs.ENV["PATH"], "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
 
 
@@ -344,6 +348,51 @@ def pause(steps: Steps) -> store.BuiltImage:
     return single_binary_image(binary, catalog.PAUSE, catalog.PAUSE_TAG, PAUSE_ENTRYPOINT, PAUSE_USER, steps)
 
 
+def entry(steps: Steps) -> store.BuiltImage:
+    """tfjobgen-entry: cluster-tools' entry binary alone; pods run `/tfjobgen-entry copy <emptyDir path>`."""
+    return single_binary_image(_entry_binary(), catalog.ENTRY, catalog.tag(catalog.ENTRY), (ENTRY_PATH,),
+                               f"{recipe.NONROOT}:{recipe.NONROOT}", steps)
+
+
+def _entry_binary() -> Path:
+    try:
+        return programs.program("entry")
+    except (programs.ToolsMissing, KeyError) as err:
+        raise InputMissing(f"{catalog.ENTRY} needs cluster-tools' entry: {err}") from None
+
+
+def team_fixture(steps: Steps) -> store.BuiltImage:
+    """tfjobgen-team-fixture: a team's image as the node tier needs one: Debian, python3, the runtime's pinned
+    dependencies (tensorflow-cpu), the team's script at TEAM_SCRIPT_PATH; nothing of tfjobgen. No entrypoint:
+    the job's spec.command says what runs."""
+    name, tag = catalog.TEAM_FIXTURE, catalog.tag(catalog.TEAM_FIXTURE)
+    base_stage = base(steps)
+    deps_stage = deps(steps, "runtime", ("runtime",), base_stage)
+    need(["umoci", "unshare", "tar"])
+    staged = store.staging(name)
+    try:
+        inputs = staged / "work" / "inputs"
+        inputs.mkdir(parents=True)
+        layout = staged / "layout"
+        oci.copy(deps_stage.layout, layout)
+        steps.stage("team: the training script")
+        _overlay(steps, staged / "work", [deps_stage.tree, base_stage.tree], inputs, recipe.BASE_EPOCH, [
+            {"mkdir": "/opt/team", "mode": 0o755, "owner": [0, 0]},
+            {"install": str(recipe.TEAM_SCRIPT), "to": TEAM_SCRIPT_PATH, "mode": 0o644, "owner": [0, 0]}])
+        size = rootfs.layer_tar(steps, staged / "work" / "tree", staged / "work" / "layer.tar")
+        oci.add_layer(steps, layout, STAGE_TAG, staged / "work" / "layer.tar", recipe.BASE_EPOCH,
+                      "a team's training script", new_tag=tag)
+        oci.remove_tag(steps, layout, STAGE_TAG)
+        oci.configure(steps, layout, tag, recipe.BASE_EPOCH, f"{recipe.NONROOT}:{recipe.NONROOT}", IMAGE_ENV, (),
+                      "/", {"org.opencontainers.image.title": name, "org.opencontainers.image.version": tag})
+        oci.gc(steps, layout)
+        shutil.rmtree(staged / "work")
+        return _finish_image(steps, staged, name, tag, recipe.team_fixture_key(), recipe.BASE_EPOCH,
+                             deps_stage.packages() + [f"script {TEAM_SCRIPT_PATH}"], deps_stage.layer_bytes() + [size])
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+
+
 def _finish_image(steps: Steps, staged: Path, name: str, tag: str, key: str, epoch: int, packages: list[str],
                   layer_bytes: list[int], reference: str | None = None) -> store.BuiltImage:
     layout = staged / "layout"
@@ -361,9 +410,10 @@ def _finish_image(steps: Steps, staged: Path, name: str, tag: str, key: str, epo
 
 # ---- the command ---------------------------------------------------------------------------------
 
-RECIPES = {catalog.RUNTIME: runtime, catalog.PLUGIN: plugin, catalog.PAUSE: pause}
+RECIPES = {catalog.RUNTIME: runtime, catalog.PLUGIN: plugin, catalog.PAUSE: pause, catalog.ENTRY: entry,
+           catalog.TEAM_FIXTURE: team_fixture}
 # The images `make images` skips with a notice when what they are made of is not built.
-OPTIONAL = (catalog.PAUSE, catalog.PLUGIN)
+OPTIONAL = (catalog.PAUSE, catalog.PLUGIN, catalog.ENTRY)
 
 
 def _current_key(name: str) -> str | None:
@@ -375,6 +425,11 @@ def _current_key(name: str) -> str | None:
             return recipe.runtime_key(contract.RUNTIME_COMMAND)
         if name == catalog.PLUGIN:
             return recipe.plugin_key(programs.program("kustomize"))
+        if name == catalog.ENTRY:
+            return recipe.single_binary_key(programs.program("entry"), catalog.ENTRY, catalog.tag(catalog.ENTRY),
+                                            (ENTRY_PATH,), f"{recipe.NONROOT}:{recipe.NONROOT}")
+        if name == catalog.TEAM_FIXTURE:
+            return recipe.team_fixture_key()
         return recipe.single_binary_key(programs.program("pause"), catalog.PAUSE, catalog.PAUSE_TAG, PAUSE_ENTRYPOINT,
                                         PAUSE_USER)
     except (programs.ToolsMissing, KeyError):

@@ -3,6 +3,10 @@
     RUNTIME   tfjobgen-runtime:<project version>   the pods' default image: Debian, TensorFlow, tfjobgen
     PLUGIN    tfjobgen-argocd-plugin:<version>     Argo CD's plugin sidecar (argocd/plugin/Dockerfile's recipe)
     PAUSE     registry.k8s.io/pause:3.10.1         containerd's sandbox image, one static binary
+    ENTRY     tfjobgen-entry:<project version>     the entrypoint a team's own program runs under (cluster-tools'
+                                                   entry, one static binary; its init container copies it)
+    TEAM_FIXTURE  tfjobgen-team-fixture:<version>  a test fixture: Debian, python3, tensorflow-cpu and a training
+                                                   script of a team's own (tests/nodes/team), nothing of tfjobgen
 
 `reference(name)` is what a container runtime calls the image: `ctr images import --base-name
 repository(name)` gives it that name, and containerd's sandbox_image must equal PAUSE's exactly.
@@ -18,12 +22,17 @@ RUNTIME = "tfjobgen-runtime"
 PLUGIN = "tfjobgen-argocd-plugin"
 PAUSE = "pause"
 PAUSE_TAG = "3.10.1"  # the release Kubernetes 1.34 names as its sandbox image
-NAMES = (RUNTIME, PLUGIN, PAUSE)  # the build order: the two share their Debian base layer
+ENTRY = "tfjobgen-entry"
+TEAM_FIXTURE = "tfjobgen-team-fixture"
+NAMES = (RUNTIME, PLUGIN, PAUSE, ENTRY, TEAM_FIXTURE)  # the build order: runtime, plugin and fixture share Debian
 _REPOSITORIES = {PAUSE: "registry.k8s.io/pause"}  # ours are bare names: a platform pushes them where it likes
 # What a local cluster's real nodes pull, and the path each has in the cluster's registry: the runtime under
 # the path the repository's jobs name (jobs/wide-deep.yaml: registry.example.com/ml/tfjobgen-runtime), the
 # sandbox image under registry.k8s.io's. containerd fetches every registry name the cluster maps from there.
-FOR_NODES = {RUNTIME: "ml/tfjobgen-runtime", PAUSE: "pause"}
+# The entry image's path is the one the generator names (concerns/container.py: entry_image), and the fixture's the
+# one tests/nodes' team jobs name.
+FOR_NODES = {RUNTIME: "ml/tfjobgen-runtime", PAUSE: "pause", ENTRY: "ml/tfjobgen-entry",
+             TEAM_FIXTURE: "ml/tfjobgen-team-fixture"}
 
 
 def project_version() -> str:

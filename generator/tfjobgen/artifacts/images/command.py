@@ -16,13 +16,15 @@ def register(commands) -> None:
         "images", help="container images built without a Docker engine (mmdebstrap, umoci): make images",
         description="Build tfjobgen's container images as OCI layouts and oci-archive tars under "
                     "~/.cache/tfjobgen/images (TFJOBGEN_IMAGES_CACHE): tfjobgen-runtime, tfjobgen-argocd-plugin, "
-                    "and registry.k8s.io/pause from cluster-tools' pause binary (docs/images.md).")
+                    "registry.k8s.io/pause from cluster-tools' pause binary, tfjobgen-entry from its entry binary, and the "
+                    "node tier's fixture tfjobgen-team-fixture (docs/images.md).")
     actions = images.add_subparsers(dest="action", required=True, metavar="ACTION")
     for action, text in (("build", "build the images that are missing or out of date (runs as root)"),
                          ("list", "say what is built; build nothing")):
         parser = actions.add_parser(action, help=text)
         parser.add_argument("names", nargs="*", metavar="NAME",
-                            help="tfjobgen-runtime, tfjobgen-argocd-plugin, pause (default: all)")
+                            help="tfjobgen-runtime, tfjobgen-argocd-plugin, pause, tfjobgen-entry, tfjobgen-team-fixture "
+                                 "(default: all)")
         parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
         parser.set_defaults(run=_run, list_only=action == "list")
 

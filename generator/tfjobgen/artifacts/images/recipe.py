@@ -8,6 +8,7 @@ and an unchanged one is reused. The inputs are data here; build.py does what the
     runtime  runtime deps + tfjobgen's sources (the files its wheel is made of) + the commit's time
     plugin   plugin deps + tfjobgen's sources + kustomize's bytes + argocd/plugin/plugin.yaml
     single   one binary's bytes + where it goes + name and tag
+    fixture  runtime deps + the team's training script (tests/nodes/team): no tfjobgen
 
 What is not in a key: the Debian archive's state (a point release moves it; packages.txt says
 what was installed), and the host's tools' versions (mmdebstrap, umoci, GNU tar).
@@ -135,3 +136,11 @@ def plugin_key(kustomize: Path, repo: Path = REPO) -> str:
 def single_binary_key(binary: Path, name: str, tag: str, entrypoint: tuple[str, ...], user: str) -> str:
     return digest(("recipe", RECIPE_VERSION), ("binary", file_digest(binary)), ("name", name), ("tag", tag),
                   ("entrypoint", "\0".join(entrypoint)), ("user", user), ("epoch", str(BASE_EPOCH)))
+
+
+TEAM_SCRIPT = REPO / "tests" / "nodes" / "team" / "train.py"
+
+
+def team_fixture_key(repo: Path = REPO) -> str:
+    return digest(("deps", deps_key(("runtime",), repo)), ("script", TEAM_SCRIPT.read_bytes()),
+                  ("nonroot", str(NONROOT)))
