@@ -166,6 +166,15 @@ def test_capacity_packs_per_numa_node(tmp_path):
     assert found.own.nodes == {capacity.NO_POOL: 1 + 2}  # the PS alone, then 12 workers 6 a node
 
 
+def test_plan_shows_the_numa_nodes_it_packed_on(tmp_path):
+    job = write_job(tmp_path, job_yaml("workers", ps=1, workers=12, topology="isolated",
+                                       roles={"worker": {"cpu": 8, "memory": "8Gi"}}, qos="cpuset"))
+    result = run_tfjobgen("plan", job, "--profile", _profile(tmp_path))
+    assert result.returncode == 0, result.stderr
+    [worker] = [line.split() for line in result.stdout.splitlines() if line.startswith("worker ")]
+    assert "(31+31" in worker and "single-numa-node)," in worker and worker[-1] == "6", worker
+
+
 def test_a_colocated_group_must_fit_the_numa_nodes(tmp_path):
     """1 PS of 16 + 5 workers of 8 = 56 of 62 free CPUs, but NUMA nodes of 31 hold 16 + 8 and 3 x 8."""
     job = write_job(tmp_path, job_yaml("group", ps=1, workers=5, qos="cpuset",
