@@ -41,7 +41,7 @@ from itertools import combinations
 
 from ..inputs.problems import Problem
 from ..inputs.profile import ClusterProfile, NodeShape
-from ..inputs.quantity import describe_bytes, describe_cpu
+from ..inputs.quantity import describe_cpu
 from ..inputs.trainingjob import TrainingJob
 from . import topology
 
@@ -142,9 +142,10 @@ def refusal(shape: NodeShape, cpus: int) -> str:
         return (f"is larger than a NUMA node: the kubelet's Topology Manager (single-numa-node) admits a "
                 f"Guaranteed pod only on one NUMA node, and a node has {_numa_text(shape)}")
     width = math.ceil(cpus / shape.numa_cpus)
-    return (f"fits no {width} NUMA node(s): the kubelet's Topology Manager ({policy}) admits a Guaranteed pod "
-            f"only on the fewest NUMA nodes whose CPUs could hold it ({width}, counting reserved CPUs), and a "
-            f"node has {_numa_text(shape)}")
+    where = "on no NUMA node" if width == 1 else f"on no {width} NUMA nodes together"
+    return (f"has room {where}: the kubelet's Topology Manager ({policy}) admits a Guaranteed pod only on the "
+            f"fewest NUMA nodes whose CPUs, reserved ones counted, could hold it ({width}), and a node has "
+            f"{_numa_text(shape)}")
 
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
@@ -180,4 +181,4 @@ def _check_colocated(job: TrainingJob, profile: ClusterProfile) -> list[Problem]
         f"a colocated group is 1 PS ({describe_cpu(ps.cpu)} CPU) + {group} workers ({describe_cpu(worker.cpu)} CPU "
         f"each): the node has the CPUs, but under the kubelet's Topology Manager "
         f"({shape.topology_manager_policy}) each task needs them on its NUMA node(s), and a node of {where} has "
-        f"{_numa_text(shape)} ({describe_bytes(shape.memory)}): {remedy}", "spec.topology.workersPerServer")]
+        f"{_numa_text(shape)}: {remedy}", "spec.topology.workersPerServer")]
