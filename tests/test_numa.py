@@ -76,6 +76,14 @@ def test_the_scope_decides_what_is_aligned(app, init, scope, aligned):
     assert numa.aligned_requests(app, init, scope) == aligned
 
 
+@pytest.mark.parametrize("scope", ["container", "pod"])
+@pytest.mark.parametrize("policy, free, size, cpus", [case[:4] for case in ADMISSION])
+def test_a_one_container_pod_is_one_request_in_either_scope(scope, policy, free, size, cpus):
+    """admit_on, the packing's shortcut for tfjobgen's one-container pods, answers as admit_pod does."""
+    shape = _shape(size * len(free), len(free), policy=policy, scope=scope)
+    assert numa.admit_on(shape, free, cpus) == numa.admit_pod(free, (cpus,), (), policy, scope, size)
+
+
 def test_two_containers_that_fit_a_numa_node_each_are_admitted_per_container_and_refused_per_pod():
     free = (31, 32)
     assert numa.admit_pod(free, (20, 20), (), "single-numa-node", "container", 32) == (11, 12)

@@ -67,7 +67,11 @@ def admit(free: Sequence[int], cpus: int, policy: str, numa_cpus: int) -> tuple[
     policy refuses it. `numa_cpus`: CPUs of one NUMA node, reserved ones included."""
     if policy in ALIGNING or policy == "best-effort":
         width = max(1, math.ceil(cpus / numa_cpus))  # the fewest NUMA nodes that could hold it: the preferred
-        if not (policy == "single-numa-node" and width > 1):
+        if width == 1:  # the common case, and the packing's inner loop: the lowest-numbered NUMA node with room
+            for i, room in enumerate(free):
+                if room >= cpus:
+                    return (*free[:i], room - cpus, *free[i + 1:])
+        elif policy != "single-numa-node":
             for chosen in combinations(range(len(free)), width):  # more lower-numbered NUMA nodes first
                 if sum(free[i] for i in chosen) >= cpus:
                     return _take(free, chosen, cpus)
@@ -103,9 +107,9 @@ def admit_pod(free: Sequence[int], app: Sequence[int], init: Sequence[int], poli
 
 
 def admit_on(shape: NodeShape, free: Sequence[int], cpus: int) -> tuple[int, ...] | None:
-    """A one-container tfjobgen pod of `cpus` CPUs on a node of `shape` with `free` CPUs per NUMA node."""
-    return admit_pod(free, (cpus,), (), shape.topology_manager_policy, shape.topology_manager_scope,
-                     shape.numa_cpus)
+    """A one-container tfjobgen pod of `cpus` CPUs on a node of `shape` with `free` CPUs per NUMA node: both
+    scopes align the one request (admit_pod with app=(cpus,)), so the packing's inner loop goes straight to it."""
+    return admit(free, cpus, shape.topology_manager_policy, shape.numa_cpus)
 
 
 def per_node(shape: NodeShape, cpus: int) -> int:

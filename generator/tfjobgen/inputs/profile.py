@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from functools import cached_property
 
 from . import image_reference, kubernetes_syntax, quantity, schema, source
 from .problems import Problem
@@ -41,12 +42,12 @@ class NodeShape:
         """The node's CPUs as written (what the kubelet counts), reserved ones included."""
         return self.cpu + (self.reserved_cpus or 0)
 
-    @property
+    @cached_property  # the packing asks for it per task and node
     def numa_cpus(self) -> int:
         """CPUs of one NUMA node, reserved ones included (profile.check refuses a split that is not even)."""
         return int(self.written_cpu) // self.numa_nodes
 
-    @property
+    @cached_property
     def reserved_by_numa_node(self) -> tuple[int, ...]:
         """Reserved CPUs on each NUMA node: as written, else where the static CPU manager takes a reservation
         given as a count, from the lowest-numbered CPUs (NUMA node 0 first, then 1, ...)."""
@@ -58,7 +59,7 @@ class NodeShape:
             left -= found[-1]
         return tuple(found)
 
-    @property
+    @cached_property
     def numa_free(self) -> tuple[int, ...]:
         """CPUs pods can get on each NUMA node: its CPUs minus the reserved ones there."""
         return tuple(max(0, self.numa_cpus - reserved) for reserved in self.reserved_by_numa_node)
