@@ -8,6 +8,7 @@ One machine holds one cluster with real nodes at a time, so the tests that start
 - the README's job, scaled down, trains to completion on each backend, and every address of its
   TF_CONFIG resolves through the cluster's DNS to that task's pod;
 - a Guaranteed pod's container sees its own CPU (cpuset, nproc, the runtime's thread pools); a shared one does not;
+- each kubelet runs the profile's CPU manager and Topology Manager policy and scope (read back from /configz);
 - restricted Pod Security as the runtime applies it (/proc/self/status), with no service-account token;
 - the job's NetworkPolicy, enforced by kube-router: the job's pods reach each other, nothing else reaches
   the training ports, and only the monitoring namespace reaches the metrics port;
@@ -119,6 +120,16 @@ def test_every_node_is_a_kubelet_of_the_control_planes_release(cluster):
         assert info["containerRuntimeVersion"].startswith("containerd://")
         assert node["metadata"]["labels"]["cpu-manager-policy"] == "static"  # the profile's CPU-manager label
         assert node["status"]["allocatable"]["cpu"] == "1"  # 2 CPUs, CPU 0 kept for the system
+
+
+def test_every_kubelet_runs_the_profiles_cpu_and_topology_managers(cluster):
+    """The profile's spec.node, read back from each running kubelet (/configz): the static CPU manager and the
+    Topology Manager's policy and scope. A kubelet that refused them would not have started."""
+    for name in ("node-000", "node-001"):
+        raw = cluster.kubectl("get", "--raw", f"/api/v1/nodes/{name}/proxy/configz").stdout
+        config = json.loads(raw)["kubeletconfig"]
+        assert config["cpuManagerPolicy"] == "static"
+        assert (config["topologyManagerPolicy"], config["topologyManagerScope"]) == ("single-numa-node", "pod")
 
 
 def _train(cluster, backend: str, namespace: str, job: str = "tiny") -> list[dict]:

@@ -17,6 +17,7 @@ part of the JobPlan. Pure functions: no file, no clock, no cluster.
     pods         the pod template every backend wraps
     workload     the variables a job creates (spec.training, spec.model, a checkpoint)
     capacity     the nodes each topology needs, and what would stay Pending on a profile's nodes
+    numa         NUMA nodes: what the kubelet's Topology Manager admits, and how many tasks a node holds
 
 They import inputs/ and shared/ only (docs/design.md, "Layers"); backends/ and addons/
 turn a JobPlan into objects. This face imports nothing, to keep the KRM cold start lean.

@@ -22,6 +22,15 @@ nodes instead (it spreads pods over the least allocated), so on a cluster
 with other tenants fragmentation can leave a task Pending that this count
 says fits. qos cpuset pods only go to CPU-manager nodes: a profile's counts
 are read as the nodes the job may use.
+
+Where the profile's nodes have NUMA nodes and the kubelet's Topology Manager
+refuses pods that do not fit them (restricted, single-numa-node), a qos cpuset
+task also needs room on its NUMA node(s): each node keeps its free CPUs per NUMA
+node, and a task goes where numa.py's rules admit it (2 x 32 CPUs with a reserved
+CPU on each NUMA node holds 6 workers of 8 CPUs, not the 62 // 8 = 7 the node's
+total says; numa.py has the arithmetic). The kube-scheduler does not see NUMA
+nodes: it may send a pod to a node whose NUMA nodes are full, where the kubelet
+refuses it (TopologyAffinityError) and its Job makes a new pod.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from ..inputs.problems import WARNING, Problem
 from ..inputs.profile import ClusterProfile, NodeShape
 from ..inputs.quantity import describe_bytes, describe_cpu
 from ..inputs.trainingjob import TrainingJob
-from . import topology
+from . import numa, topology
 
 MODES = ("colocated", "isolated", "spread", "none")
 NO_POOL = "any"  # the label of nodes a role without a node pool uses
@@ -117,6 +126,7 @@ class _Node:
     cpu: int  # free millicores (whole numbers: the packing compares them millions of times)
     memory: int  # free bytes
     gpu: int  # free GPUs (0 on nodes outside the profile's GPU pool)
+    numa: tuple[int, ...] | None = None  # free CPUs per NUMA node, where the Topology Manager aligns the job's pods
     roles: list[str] = field(default_factory=list)
     ps: set = field(default_factory=set)
 
@@ -143,6 +153,8 @@ def capacity(job: TrainingJob, profile: ClusterProfile) -> Capacity:
         if name in job.roles:
             spec, node = job.roles[name], profile.node_for(pools[name])
             per_node = min(node.cpu // spec.cpu if spec.cpu else 10 ** 6, node.memory // spec.memory)
+            if numa.aligned(job, node):
+                per_node = min(per_node, numa.per_node(node, int(spec.cpu)))
             if spec.gpu:
                 per_node = min(per_node, _gpus_per_node(profile, pools[name]) // spec.gpu)
             roles.append(RoleFit(name, spec.replicas, spec.cpu, spec.memory, pools[name] or NO_POOL, node,
@@ -195,6 +207,11 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
         cpu, memory, gpu = _milli(spec.cpu), math.ceil(spec.memory), spec.gpu
         node_gpus = _gpus_per_node(profile, pool_of(job, profile, role))
         fits_a_node = cpu <= _milli(shape.cpu) and memory <= math.ceil(shape.memory) and gpu <= node_gpus
+        aligned = numa.aligned(job, shape)  # then a node needs room on its NUMA nodes too
+        fits_a_node = fits_a_node and (not aligned or numa.fits(shape, [int(spec.cpu)]))
+
+        def admits(node: _Node) -> bool:
+            return node.numa is None or numa.admit_on(shape, node.numa, int(spec.cpu)) is not None
         # Nodes only fill up and the rules only get stricter as tasks arrive, so a node that cannot take
         # a task of this role now never will: each scan starts where the last one gave up.
         start = {True: 0, False: 0}
@@ -203,7 +220,7 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
             while start[strict] < len(nodes):
                 node = nodes[start[strict]]
                 if node.pool == pool and node.cpu >= cpu and node.memory >= memory and node.gpu >= gpu and \
-                        allowed(node, role, index, strict):
+                        allowed(node, role, index, strict) and admits(node):
                     return node
                 start[strict] += 1
             return None
@@ -212,12 +229,13 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
             if mode == "colocated" and role == "worker":  # beside its PS, or nowhere
                 home = homes.get(index // per_group)
                 target = home if home and home.pool == pool and home.cpu >= cpu and home.memory >= memory \
-                    and home.gpu >= gpu else None
+                    and home.gpu >= gpu and admits(home) else None
             else:
                 target = first(True, index)
                 if target is None and fits_a_node:
                     if counts.get(pool) is None or opened.get(pool, 0) < counts[pool]:
-                        target = _Node(pool, _milli(shape.cpu), math.ceil(shape.memory), node_gpus)
+                        target = _Node(pool, _milli(shape.cpu), math.ceil(shape.memory), node_gpus,
+                                       shape.numa_free if aligned else None)
                         nodes.append(target)
                         opened[pool] = opened.get(pool, 0) + 1
                 if target is None and preferred and role == "ps":  # a preference yields when nodes run out
@@ -229,6 +247,8 @@ def _pack(job: TrainingJob, profile: ClusterProfile, mode: str, counts: dict[str
             target.cpu -= cpu
             target.memory -= memory
             target.gpu -= gpu
+            if target.numa is not None:
+                target.numa = numa.admit_on(shape, target.numa, int(spec.cpu))
             target.roles.append(role)
             if role == "ps":
                 target.ps.add(index)
@@ -250,6 +270,8 @@ def _why_pending(job, mode, role, index, spec, shape, node_gpus, pool, counts, n
     if spec.cpu > shape.cpu or spec.memory > shape.memory:
         node = f"{describe_cpu(shape.cpu)} CPU, {describe_bytes(shape.memory)}"
         return f"one task ({size}) is larger than a node ({node})", f"spec.roles.{role}"
+    if numa.aligned(job, shape) and not numa.fits(shape, [int(spec.cpu)]):
+        return f"one task ({size}) {numa.refusal(shape, int(spec.cpu))}", f"spec.roles.{role}"
     where = f"the {counts[pool]} node(s) of pool {pool}" if pool != NO_POOL else f"the {counts[pool]} node(s)"
     if mode == "colocated" and role == "worker":
         home = index // job.topology.workers_per_server

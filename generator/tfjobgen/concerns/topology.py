@@ -198,6 +198,10 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
                 f"'{profile.name}'{_pool_note(job, profile, role.name)})", f"spec.roles.{role.name}"))
     if job.topology.mode == "colocated" and not problems:
         problems += _check_colocated(job, profile)
+    if all(p.severity == WARNING for p in problems):  # what fits a node may still fit none of its NUMA nodes
+        from . import numa  # it reads this module's pools()
+
+        problems += numa.check(job, profile)
     return problems + _relies_on_profile(job, profile)
 
 

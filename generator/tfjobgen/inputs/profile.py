@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from functools import cached_property
 
 from . import image_reference, kubernetes_syntax, quantity, schema, source
 from .problems import Problem
@@ -31,6 +32,37 @@ class NodeShape:
     memory: Fraction  # allocatable bytes per node
     reserved_cpus: int | None = None  # as written; None: the profile does not say
     memory_text: str = field(default="", compare=False)  # memory as written, for messages
+    numa_nodes: int = 1
+    reserved_cpus_per_numa_node: tuple[int, ...] | None = None  # as written; None: the kubelet's own choice
+    topology_manager_policy: str = "none"  # the kubelet's: none | best-effort | restricted | single-numa-node
+    topology_manager_scope: str = "container"  # container | pod
+
+    @property
+    def written_cpu(self) -> Fraction:
+        """The node's CPUs as written (what the kubelet counts), reserved ones included."""
+        return self.cpu + (self.reserved_cpus or 0)
+
+    @cached_property  # the packing asks for it per task and node
+    def numa_cpus(self) -> int:
+        """CPUs of one NUMA node, reserved ones included (profile.check refuses a split that is not even)."""
+        return int(self.written_cpu) // self.numa_nodes
+
+    @cached_property
+    def reserved_by_numa_node(self) -> tuple[int, ...]:
+        """Reserved CPUs on each NUMA node: as written, else where the static CPU manager takes a reservation
+        given as a count, from the lowest-numbered CPUs (NUMA node 0 first, then 1, ...)."""
+        if self.reserved_cpus_per_numa_node is not None:
+            return self.reserved_cpus_per_numa_node
+        left, found = self.reserved_cpus or 0, []
+        for _ in range(self.numa_nodes):
+            found.append(min(left, self.numa_cpus))
+            left -= found[-1]
+        return tuple(found)
+
+    @cached_property
+    def numa_free(self) -> tuple[int, ...]:
+        """CPUs pods can get on each NUMA node: its CPUs minus the reserved ones there."""
+        return tuple(max(0, self.numa_cpus - reserved) for reserved in self.reserved_by_numa_node)
 
 
 @dataclass(frozen=True)
@@ -148,8 +180,12 @@ def _shape(spec: dict, fallback: NodeShape | None = None) -> NodeShape:
     if fallback is not None and not spec:
         return fallback
     reserved = spec.get("reservedCpus")
+    per_numa = spec.get("reservedCpusPerNumaNode")
     return NodeShape(cpu=quantity.parse(spec["cpu"]) - (reserved or 0), memory=quantity.parse(spec["memory"]),
-                     reserved_cpus=reserved, memory_text=str(spec["memory"]))
+                     reserved_cpus=reserved, memory_text=str(spec["memory"]), numa_nodes=spec["numaNodes"],
+                     reserved_cpus_per_numa_node=tuple(per_numa) if per_numa is not None else None,
+                     topology_manager_policy=spec["topologyManagerPolicy"],
+                     topology_manager_scope=spec["topologyManagerScope"])
 
 
 def cluster_profile(document: dict, origin: ProfileSource = ProfileSource()) -> ClusterProfile:
@@ -234,7 +270,7 @@ def check(profile: ClusterProfile) -> list[Problem]:
         problems.append(Problem(
             f"ps and worker both name '{classes['ps']}': a PS can only preempt pods of lower priority, so name "
             "a class of lower value for workers, or leave worker unset", "spec.priorityClasses.worker"))
-    return problems + _room(profile) + _strings(profile)
+    return problems + _room(profile) + _numa(profile) + _strings(profile)
 
 
 def _room(profile: ClusterProfile) -> list[Problem]:
@@ -259,6 +295,38 @@ def _room(profile: ClusterProfile) -> list[Problem]:
             problems.append(Problem(
                 f"{written} is {amount}; a node runs no TensorFlow task with less than "
                 f"{quantity.describe_bytes(Fraction(MIN_TASK_MEMORY))} for pods{hint}", f"{at}.memory"))
+    return problems
+
+
+def _numa(profile: ClusterProfile) -> list[Problem]:
+    """NUMA nodes that do not fit the node's CPUs, or a reservation that does not fit the NUMA nodes."""
+    problems = []
+    for at, shape in profile.own_node_shapes:
+        written, count = shape.written_cpu, shape.numa_nodes
+        if count > 1 and (written.denominator != 1 or written % count):
+            whole = math.floor(written)
+            divisors = [n for n in range(1, min(whole, 8) + 1) if whole % n == 0] if whole == written else []
+            options = f" ({whole} divides among {', '.join(map(str, divisors))})" if divisors else ""
+            problems.append(Problem(
+                f"{quantity.describe_cpu(written)} CPUs do not divide among {count} NUMA nodes: a server's NUMA nodes "
+                f"hold the same number of CPUs; write cpu and numaNodes as lscpu counts them{options}",
+                f"{at}.numaNodes"))
+            continue
+        per_numa = shape.reserved_cpus_per_numa_node
+        if per_numa is None:
+            continue
+        if len(per_numa) != count:
+            problems.append(Problem(
+                f"{len(per_numa)} entries for {count} NUMA node(s): write one entry per NUMA node, NUMA node 0 first",
+                f"{at}.reservedCpusPerNumaNode"))
+        elif sum(per_numa) != (shape.reserved_cpus or 0):
+            problems.append(Problem(
+                f"the entries add up to {sum(per_numa)} but reservedCpus is {shape.reserved_cpus or 0}: they say where "
+                "the reserved CPUs sit, so they add up to reservedCpus", f"{at}.reservedCpusPerNumaNode"))
+        elif any(reserved > shape.numa_cpus for reserved in per_numa):
+            problems.append(Problem(
+                f"a NUMA node holds {shape.numa_cpus} CPUs, fewer than the {max(per_numa)} reserved on it",
+                f"{at}.reservedCpusPerNumaNode"))
     return problems
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..concerns import capacity as capacity_lib
+from ..concerns import numa
 from ..concerns.workload import Workload
 from ..inputs.intents import Intent
-from ..inputs.profile import ClusterProfile
+from ..inputs.profile import ClusterProfile, NodeShape
 from ..inputs.quantity import describe_bytes, describe_cpu
 from ..inputs.trainingjob import TrainingJob
 from ..kit import table
@@ -116,9 +117,18 @@ def _title(plan: Plan) -> str:
     return f"{plan.key} ({job.api}, {job.protocol}, {job.topology.mode}, qos {job.qos}) on profile {plan.profile}"
 
 
+def _node(plan: Plan, node: NodeShape) -> str:
+    """A node shape as the packing read it: with its NUMA nodes where the Topology Manager packs per NUMA node."""
+    cpu = f"{describe_cpu(node.cpu)} CPU"
+    if numa.aligned(plan.job, node):
+        free = "+".join(str(f) for f in node.numa_free)
+        cpu += f" ({free} on {node.numa_nodes} NUMA nodes, {node.topology_manager_policy})"
+    return f"{cpu}, {describe_bytes(node.memory)}"
+
+
 def capacity_rows(plan: Plan) -> tuple[list[str], list[list]]:
-    rows = [[r.role, r.replicas, describe_cpu(r.cpu), describe_bytes(r.memory), r.pool,
-             f"{describe_cpu(r.node.cpu)} CPU, {describe_bytes(r.node.memory)}", r.per_node]
+    rows = [[r.role, r.replicas, describe_cpu(r.cpu), describe_bytes(r.memory), r.pool, _node(plan, r.node),
+             r.per_node]
             for r in plan.capacity.roles]
     return ["ROLE", "TASKS", "CPU", "MEMORY", "POOL", "NODE", "PER NODE"], rows
 
@@ -128,7 +138,7 @@ def group_rows(plan: Plan) -> tuple[list[str], list[list]]:
     for g in plan.capacity.groups:
         which = f"ps:{g.first}" if g.first == g.last else f"ps:{g.first}-{g.last}"
         rows.append([which, g.workers, describe_cpu(g.cpu), describe_bytes(g.memory),
-                     f"{describe_cpu(g.node.cpu)} CPU, {describe_bytes(g.node.memory)}", "yes" if g.fits else "NO"])
+                     _node(plan, g.node), "yes" if g.fits else "NO"])
     return ["GROUP", "WORKERS", "CPU", "MEMORY", "NODE", "FITS"], rows
 
 

@@ -65,7 +65,9 @@ def plan(profile: ClusterProfile, names: list[str], nodes_folder: Path) -> list[
     static = bool(profile.cpu_manager_selector)
     return [RealNode(name=name, addresses=network.NodeAddresses(index), folder=nodes_folder / name,
                      cluster_domain=profile.cluster_domain, static_cpu_manager=static,
-                     registry_hosts=tuple(sorted(hosts)))
+                     registry_hosts=tuple(sorted(hosts)),
+                     topology_manager_policy=profile.node.topology_manager_policy,
+                     topology_manager_scope=profile.node.topology_manager_scope)
             for index, name in enumerate(names, start=1)]
 
 

@@ -39,6 +39,8 @@ class RealNode:
     cluster_domain: str
     static_cpu_manager: bool  # the profile's CPU-manager nodes: pin Guaranteed pods to whole CPUs
     registry_hosts: tuple[str, ...]  # registry names containerd fetches from the cluster's registry
+    topology_manager_policy: str = "none"  # the profile's node shape: its kubelet's Topology Manager
+    topology_manager_scope: str = "container"
 
     @property
     def cgroup(self) -> str:
@@ -137,9 +139,14 @@ def kubelet_config(node: RealNode, ca_file: Path) -> str:
         "protectKernelDefaults": False,  # the built kubelet only warns (versions.yaml's edit): it never sets sysctls
         "rotateCertificates": False, "serverTLSBootstrap": False,
     }
+    # The CPU and Topology Managers the profile says its nodes run, written out even when they are the
+    # kubelet's defaults, so the file says what tfjobgen's capacity arithmetic assumed.
+    config.update({"cpuManagerPolicy": "static" if node.static_cpu_manager else "none",
+                   "topologyManagerPolicy": node.topology_manager_policy,
+                   "topologyManagerScope": node.topology_manager_scope})
     if node.static_cpu_manager:
         # One CPU of the machine for everything else: the static policy hands out the others whole.
-        config.update({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0"})
+        config["reservedSystemCPUs"] = "0"
     return json.dumps(config, indent=1) + "\n"
 
 
