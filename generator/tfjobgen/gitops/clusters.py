@@ -72,6 +72,34 @@ def read(root: Path, overlays: list[str] | None = None) -> list[Cluster]:
     return found
 
 
+def namespace_problem(root: Path, namespace: str, cluster: Cluster, jobs: list[tree.JobFile]) -> str:
+    """Why `tfjobgen build --namespace NAMESPACE` of `cluster` is asked for something no Application is, ""
+    otherwise: not a namespace at all, or one the cluster does not run and the AppProject does not send a
+    team to there (a typo; the ones it runs are named, the closest first). A cluster whose profile runs every
+    namespace runs those of its jobs. A destination without jobs is no_job_left's to answer. `jobs`: all of
+    jobs/."""
+    import difflib
+    from fnmatch import fnmatchcase
+
+    from ..inputs import kubernetes_syntax
+
+    wrong = kubernetes_syntax.dns_label_problem(namespace)
+    if wrong:
+        return f"{namespace!r} is not a namespace: {wrong}"
+    runs = cluster.namespaces if cluster.namespaces is not None else sorted(
+        {job.namespace for job in jobs_on(jobs, cluster)})
+    destined = any(fnmatchcase(namespace, pattern) for project in policy.projects(root)
+                   for pattern in project.destinations(cluster.overlay))
+    if namespace in runs or destined:
+        return ""
+    where = (f"{cluster.profile_file} lists in spec.namespaces" if cluster.namespaces is not None
+             else "its profile runs every namespace, and its jobs are in")
+    close = difflib.get_close_matches(namespace, runs, n=1)
+    hint = f": did you mean {close[0]}?" if close else ":"
+    return (f"cluster {cluster.overlay} does not run namespace {namespace}{hint} {where} "
+            f"{', '.join(runs) or 'none'} (an Application's namespace is a destination of the AppProject)")
+
+
 def jobs_on(jobs: list[tree.JobFile], cluster: Cluster) -> list[tree.JobFile]:
     return [job for job in jobs if cluster.runs(job)]
 
