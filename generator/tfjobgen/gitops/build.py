@@ -397,7 +397,8 @@ def _kustomize(root: Path, tree: Path, directory: Path, command: list[str], env:
         build.problems.append(Problem(f"kustomize build took longer than {BUILD_TIMEOUT_SECONDS} s", file=build.path))
         return build
     if proc.returncode != 0:
-        build.problems = _stderr_problems(proc.stderr, root, real_directory, build.path)
+        stderr = _repository_paths(proc.stderr, {tree: "", root: "", Path(env["KUSTOMIZE_PLUGIN_HOME"]): "plugins"})
+        build.problems = _stderr_problems(stderr, root, real_directory, build.path)
         return build
     # A build that worked may still have warnings from tfjobgen on stderr.
     build.problems = [_located_problem(m, root, real_directory) for m in map(_LOCATED.match, proc.stderr.splitlines())
@@ -407,6 +408,19 @@ def _kustomize(root: Path, tree: Path, directory: Path, command: list[str], env:
     except InvalidInput as err:
         build.problems += err.problems
     return build
+
+
+def _repository_paths(text: str, folders: dict[Path, str]) -> str:
+    """kustomize's message with each folder it ran in (a share's temporary copy, the private plugin home, the
+    root) written as the repository path it stands for: every share then says the same, once (distinct),
+    and the user reads paths of the repository, not of a folder that is gone."""
+    prefixes = {}
+    for folder, meant in folders.items():
+        for spelling in (str(folder), str(folder.resolve())):
+            prefixes[spelling + os.sep] = f"{meant}/" if meant else ""
+    for prefix in sorted(prefixes, key=len, reverse=True):  # a share lies inside the root's temp folder, say
+        text = text.replace(prefix, prefixes[prefix])
+    return text
 
 
 def _stderr_problems(stderr: str, root: Path, directory: Path, overlay_path: str) -> list[Problem]:

@@ -80,7 +80,8 @@ def delivered(root: Path, overlays: list[str], selection: build.Selection = buil
     if readable and selection == build.EVERYTHING and set(overlays) == set(routes):
         problems += clusters.check(root, every_job, list(routes.values()))  # what only the whole tree shows
     builds = build.build_overlays(root, overlays, selection)
-    if readable and selection == build.EVERYTHING:
+    if readable and selection == build.EVERYTHING and all(b.ok for b in builds.values()):
+        # (a failed build has no patched modelDir to compare: its own problem is the one to read)
         problems += clusters.shared_model_dirs(every_job, list(routes.values()),
                                                {name: builds[name].intents for name in overlays},
                                                lambda overlay: build.intents_as_built(root, overlay))
