@@ -159,32 +159,29 @@ def test_the_project_refuses_other_namespaces_and_kinds():
 
 # ---- the plugin's sidecar ---------------------------------------------------------------------------
 
-def test_the_sidecar_image_and_patch_match_the_plugin():
-    dockerfile = (ARGOCD / "plugin" / "Dockerfile").read_text()
-    instructions = [line for line in dockerfile.splitlines() if line and not line.startswith("#")]
-    text = "\n".join(instructions)
-    # the repository is installed: its package, its schemas and the metadata hatchling needs
-    # (everything the wheel is made of: pyproject.toml's sdist list, whose force-include needs plugins/ and more)
-    import tomllib
+def test_the_sidecar_dockerfile_is_the_recipe_make_images_builds():
+    """One recipe: argocd/plugin/Dockerfile (and its build context) are written from artifacts/images/recipe.py,
+    whose data `make images` builds tfjobgen-argocd-plugin from (issue 33: they had drifted apart, Python 3.12
+    with PyYAML 6.0.3 against 3.11 with 6.0.4)."""
+    from tfjobgen.artifacts import programs
+    from tfjobgen.artifacts.images import dockerfile, recipe
 
-    sdist = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["sdist"]
-    folders = {path.split("/")[0] for path in sdist["only-include"] if (REPO / path).is_dir()}
-    assert "COPY pyproject.toml README.md /src/" in text
-    for folder in folders:
-        assert f"COPY {folder} /src/{folder}" in text
-    assert re.search(r"pip install --no-cache-dir .*/src", text)
-    assert re.search(r"^FROM python:\d+\.\d+\.\d+-slim-\w+$", text, re.MULTILINE), "pin the Python image"
-    assert re.search(r"^ARG ARGOCD_IMAGE=quay.io/argoproj/argocd:v\d+\.\d+\.\d+$", text, re.MULTILINE)
-    assert "COPY --from=argocd /usr/local/bin/kustomize /usr/local/bin/kustomize" in text
-    assert "COPY argocd/plugin/plugin.yaml /home/argocd/cmp-server/config/plugin.yaml" in text
-    assert "USER 999" in text
-    for source in re.findall(r"^COPY (?!--from)(.+) \S+$", text, re.MULTILINE):
+    again = "run .venv/bin/python docs/generate/plugin_dockerfile.py and commit argocd/plugin/"
+    text = (ARGOCD / "plugin" / "Dockerfile").read_text()
+    assert text == dockerfile.plugin(programs.family_of("argocd").version), f"stale Dockerfile: {again}"
+    assert (ARGOCD / "plugin" / "Dockerfile.dockerignore").read_text() == dockerfile.dockerignore(), again
+    # what the generated text must say, read back from it
+    pinned = dict(line.split("==") for line in (REPO / "constraints.txt").read_text().splitlines()
+                  if "==" in line and not line.startswith("#"))
+    assert f"FROM debian:{recipe.SUITES[0]}-slim" in text and f"python3 ({recipe.PYTHON})" in text
+    assert "-c /src/constraints.txt" in text and "PyYAML" in pinned and "jsonschema" in pinned
+    for source in re.findall(r"^COPY (?!--from)(?:--chown=\S+ )?(.+) \S+$", text, re.MULTILINE):
         for path in source.split():
             assert (REPO / path).exists(), f"the Dockerfile copies {path}, which does not exist"
-    ignore = (ARGOCD / "plugin" / "Dockerfile.dockerignore").read_text()
-    for path in ("pyproject.toml", "README.md", *(f"{f}/" for f in folders), "argocd/plugin/plugin.yaml"):
-        assert f"!{path}" in ignore, f"the build context excludes {path}"
+    assert "USER 999" in text and f"COPY --chown=999:999 argocd/plugin/plugin.yaml {dockerfile.PLUGIN_CONFIG}" in text
 
+
+def test_the_sidecar_patch_matches_the_plugin():
     patch = yaml.safe_load((ARGOCD / "plugin" / "repo-server-patch.yaml").read_text())
     sidecar = one([{"kind": c["name"], **c} for c in patch["spec"]["template"]["spec"]["containers"]], "tfjobgen-cmp")
     assert sidecar["command"] == ["/var/run/argocd/argocd-cmp-server"]
