@@ -344,6 +344,57 @@ def test_rendered_mode_does_the_same_from_rendered(live):
     assert live.tracked() == {i: uid for i, uid in before.items() if i not in mine}
 
 
+def test_dashboards_in_grafanas_namespace_go_with_each_teams_application_in_both_modes(live):
+    """A team's way to its Grafana (issue 33): the profile puts the dashboards in namespace grafana, the AppProject
+    permits {seed-80c, grafana} and names it with its tfjobgen.dev/dashboards-namespace annotation, hydrate, and the
+    bootstrap applies argocd/<mode> again. Each team's Application syncs its jobs' dashboards into grafana, in
+    rendered mode and then in plugin mode (no object restarts), and no Application is made for grafana."""
+    from conftest import crd_dir
+
+    from tfjobgen.cluster.controllers import argocd
+    from tfjobgen.gitops import policy
+    from tfjobgen.harness import conformance
+
+    grafana = "grafana"
+    branch = live.repo.git("branch", "--show-current")
+    conformance.install_addon_crds(live.objects, crd_dir())  # the platform's Prometheus Operator
+    profile = live.repo.path / "overlays" / CLUSTER / "cluster-profile.yaml"
+    project = live.repo.path / "argocd" / "base" / "project.yaml"
+
+    def change():
+        profile.write_text(profile.read_text() + "  monitoring:\n    enabled: true\n    namespace: monitoring\n"
+                           f"    dashboards: {{enabled: true, namespace: {grafana}}}\n")
+        text = project.read_text().replace(f'{policy.DASHBOARDS_ANNOTATION}: ""',
+                                           f"{policy.DASHBOARDS_ANNOTATION}: {grafana}")
+        project.write_text(text.replace(f"  - {{name: {CLUSTER}, namespace: {TEAM}}}\n",
+                                        f"  - {{name: {CLUSTER}, namespace: {TEAM}}}\n"
+                                        f"  - {{name: {CLUSTER}, namespace: {grafana}}}\n", 1))
+        live.repo.hydrate()
+    sha, at = live.commit("Dashboards in Grafana's namespace", change)
+    teams = {path.stem: path.parent.name for path in (live.repo.path / "rendered" / CLUSTER).glob("*/*.yaml")}
+    uids = None
+    for mode, source_type in (("rendered", "Directory"), ("plugin", "Plugin")):
+        # what argocd/bootstrap's Application syncs on the merge: argocd/<mode>, the grafana destination in its list
+        made = argocd.apply(live.objects, argocd.Source(live.repo.path, branch, mode), CLUSTER)
+        assert made == [APP, OTHER_APP], f"{mode}: no Application for Grafana's namespace: {made}"
+        for app in (APP, OTHER_APP):
+            live.argocd.wait(lambda: (a := live.objects.get("argoproj.io/v1alpha1", "Application", app, "argocd"))
+                             and (a.get("status") or {}).get("sourceType") == source_type
+                             and a["status"]["sync"]["status"] == "Synced"
+                             and a["status"]["sync"].get("revision") == sha and a, ANSWER, f"{app} on {mode}")
+        dashboards = {c["metadata"]["name"]: c for c in live.objects.list("v1", "ConfigMap", grafana)
+                      if c["metadata"]["name"].endswith("-dashboard")}
+        assert set(dashboards) == {f"{job}-dashboard" for job in teams}, mode
+        for job, team in teams.items():
+            tracking = dashboards[f"{job}-dashboard"]["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"]
+            assert tracking.startswith(f"tfjobgen-{CLUSTER}-{team}:/ConfigMap:{grafana}/"), tracking
+        found = {name: c["metadata"]["uid"] for name, c in dashboards.items()}
+        assert uids is None or found == uids, "switching modes recreated no dashboard"
+        uids = found
+    print(f"\ndashboards in {grafana}: {len(uids)} ConfigMaps, both modes, {time.monotonic() - at:.1f} s from commit")
+    assert live.argocd.applications() == [APP, OTHER_APP]
+
+
 def test_a_repository_argo_cd_cannot_follow_gets_one_line_and_starts_nothing(tmp_path):
     need_cluster_tools("argocd", "kustomize")
     plain = tmp_path / "plain"

@@ -41,7 +41,7 @@ from ..concerns import labels
 from ..expand import emit, pipeline
 from ..inputs import intents, routing, source
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
-from . import clusters, layout
+from . import clusters, layout, object_meta
 from .tree import OVERLAYS, relative
 
 BUILD_TIMEOUT_SECONDS = 600
@@ -144,8 +144,9 @@ class Selection:
     def keeps(self, obj: dict, jobs: set[str]) -> bool:
         """Whether an object of the build belongs to the selection (`jobs`: the names of the jobs picked)."""
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        if self.namespaces is not None and meta.get("namespace") not in self.namespaces:
-            return False
+        if self.namespaces is not None and meta.get("namespace") not in self.namespaces and not (
+                object_meta.is_dashboard(obj) and object_meta.job_of(obj) in jobs):
+            return False  # (a picked job's dashboard, in the profile's dashboards namespace, goes with its job)
         if self.files is not None:
             found = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
             return found.get(labels.JOB) in jobs

@@ -347,6 +347,22 @@ def built_objects(source: Source, cluster: str) -> list[dict]:
     return objects
 
 
+def selected(generator: dict) -> list[dict]:
+    """A list generator's elements that its selector keeps (matchExpressions In and NotIn, matchLabels): the
+    ones the ApplicationSet controller makes Applications of. The AppProject's dashboards namespace is a
+    destination that the selector leaves out."""
+    def keeps(element: dict) -> bool:
+        selector = generator.get("selector") or {}
+        if any(str(element.get(k)) != str(v) for k, v in (selector.get("matchLabels") or {}).items()):
+            return False
+        for expression in selector.get("matchExpressions") or []:
+            inside = str(element.get(expression["key"], "")) in [str(v) for v in expression.get("values") or []]
+            if (expression["operator"] == "In" and not inside) or (expression["operator"] == "NotIn" and inside):
+                return False
+        return True
+    return [e for e in generator["list"].get("elements") or [] if keeps(e)]
+
+
 def _destination_namespaces(built: list[dict], cluster: str) -> set[str]:
     """The namespaces the AppProject lets Applications use on `cluster`."""
     return {d["namespace"] for o in built if o["kind"] == "AppProject"
@@ -361,7 +377,7 @@ def apply(objects, source: Source, cluster: str, timeout: float = 60) -> list[st
     from ...kube.api import wait_until
 
     built = built_objects(source, cluster)
-    appsets = {o["metadata"]["name"]: sum(len(g["list"]["elements"]) for g in o["spec"]["generators"] if "list" in g)
+    appsets = {o["metadata"]["name"]: sum(len(selected(g)) for g in o["spec"]["generators"] if "list" in g)
                for o in built if o["kind"] == "ApplicationSet"}
     for namespace in sorted(_destination_namespaces(built, cluster)):
         objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, manager=MANAGER)
