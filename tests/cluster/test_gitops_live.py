@@ -395,6 +395,52 @@ def test_dashboards_in_grafanas_namespace_go_with_each_teams_application_in_both
     assert live.argocd.applications() == [APP, OTHER_APP]
 
 
+def test_the_plugin_images_own_cmp_server_serves_the_repo_server_as_its_sidecar(tmp_path):
+    """`--argocd-plugin-image` (issue 33): argocd-cmp-server runs in the tfjobgen-argocd-plugin image of `make
+    images`, under runc, as repo-server-patch.yaml makes the sidecar: the image's root file system read-only, its
+    plugin.yaml, Python and packages, kustomize and bash; uid 999; Argo CD's binary mounted at
+    /var/run/argocd/argocd-cmp-server; the socket folder shared with the repo-server; a network namespace of its
+    own. Both teams' Applications sync what rendered/ holds. Two jobs on a few nodes: about a minute."""
+    from tfjobgen.cluster.controllers import plugin_sidecar
+
+    need_cluster_tools("argocd", "kustomize")
+    need("redis-server", shutil.which("redis-server"), "Argo CD's cache: apt-get install redis-server")
+    try:
+        image = plugin_sidecar.image()
+    except plugin_sidecar.SidecarError as err:
+        need("the plugin image with runc, umoci and root", None, str(err))
+    repo = sample_clone(tmp_path / "repo")
+    repo.keep_jobs(["wide-deep", "scene2-case1"])  # one job per team: each Application has something to sync
+    started = time.monotonic()
+    with local_cluster(SEED_PROFILE, 8, "--argocd", str(repo.path), "--argocd-plugin-image") as cluster:
+        argocd = ArgoCD(cluster.kubeconfig, cluster.state()["ports"]["argocd redis"])
+        try:
+            live = Live(cluster, repo, argocd)
+            up = time.monotonic()
+            for app in (APP, OTHER_APP):
+                live.synced(app, repo.head())
+            synced = time.monotonic()
+            [server] = [pid for pid in leftovers(cluster.home)
+                        if Path(f"/proc/{pid}/comm").read_text().strip() == "argocd-cmp-serv"]
+            inside = Path(f"/proc/{server}/root")
+            assert Path(f"/proc/{server}/cmdline").read_bytes().split(b"\0")[0] == plugin_sidecar.BINARY.encode()
+            assert os.stat(f"/proc/{server}").st_uid == plugin_sidecar.UID
+            assert (inside / "home/argocd/cmp-server/config/plugin.yaml").read_bytes() == \
+                (REPO / "argocd" / "plugin" / "plugin.yaml").read_bytes(), "the image's plugin.yaml serves"
+            assert (inside / "usr/local/bin/kustomize").is_file() and (inside / "usr/bin/python3").exists()
+            assert os.statvfs(inside / "etc").f_flag & os.ST_RDONLY, "a read-only root"
+            assert os.readlink(f"/proc/{server}/ns/net") != os.readlink("/proc/self/ns/net")
+            assert os.readlink(f"/proc/{server}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+            expected = set()
+            for path in sorted((repo.path / "rendered" / CLUSTER).glob("*/*.yaml")):
+                expected |= _identities([o for o in yaml.safe_load_all(path.read_text()) if o])
+            assert set(live.tracked()) == expected
+            print(f"\nplugin image {image.digest[:19]}: cluster up {up - started:.1f} s, both Applications Synced "
+                  f"{synced - up:.1f} s later")
+        finally:
+            argocd.close()
+
+
 def test_a_repository_argo_cd_cannot_follow_gets_one_line_and_starts_nothing(tmp_path):
     need_cluster_tools("argocd", "kustomize")
     plain = tmp_path / "plain"
