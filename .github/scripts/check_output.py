@@ -44,9 +44,15 @@ def main(argv: list[str]) -> int:
         print("usage: check_output.py CRD_DIR [RENDERED_DIR]", file=sys.stderr)
         return 2
     from tfjobgen.gitops import crds
+    from tfjobgen.inputs.problems import InvalidInput
 
     crd_dir, rendered = argv[0], Path(argv[1] if len(argv) == 2 else "rendered")
-    schemas = crds.load(Path(crd_dir))
+    try:
+        schemas = crds.load(Path(crd_dir))
+    except InvalidInput as refused:  # a folder that is not there, a broken CRD file: one line each
+        for problem in refused.problems:
+            print(f"check_output: {problem.format()}", file=sys.stderr)
+        return 1
     if not schemas:
         print(f"check_output: {crd_dir}: no CustomResourceDefinition found", file=sys.stderr)
         return 1

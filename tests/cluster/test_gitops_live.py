@@ -344,6 +344,103 @@ def test_rendered_mode_does_the_same_from_rendered(live):
     assert live.tracked() == {i: uid for i, uid in before.items() if i not in mine}
 
 
+def test_dashboards_in_grafanas_namespace_go_with_each_teams_application_in_both_modes(live):
+    """A team's way to its Grafana (issue 33): the profile puts the dashboards in namespace grafana, the AppProject
+    permits {seed-80c, grafana} and names it with its tfjobgen.dev/dashboards-namespace annotation, hydrate, and the
+    bootstrap applies argocd/<mode> again. Each team's Application syncs its jobs' dashboards into grafana, in
+    rendered mode and then in plugin mode (no object restarts), and no Application is made for grafana."""
+    from conftest import crd_dir
+
+    from tfjobgen.cluster.controllers import argocd
+    from tfjobgen.gitops import policy
+    from tfjobgen.harness import conformance
+
+    grafana = "grafana"
+    branch = live.repo.git("branch", "--show-current")
+    conformance.install_addon_crds(live.objects, crd_dir())  # the platform's Prometheus Operator
+    profile = live.repo.path / "overlays" / CLUSTER / "cluster-profile.yaml"
+    project = live.repo.path / "argocd" / "base" / "project.yaml"
+
+    def change():
+        profile.write_text(profile.read_text() + "  monitoring:\n    enabled: true\n    namespace: monitoring\n"
+                           f"    dashboards: {{enabled: true, namespace: {grafana}}}\n")
+        text = project.read_text().replace(f'{policy.DASHBOARDS_ANNOTATION}: ""',
+                                           f"{policy.DASHBOARDS_ANNOTATION}: {grafana}")
+        project.write_text(text.replace(f"  - {{name: {CLUSTER}, namespace: {TEAM}}}\n",
+                                        f"  - {{name: {CLUSTER}, namespace: {TEAM}}}\n"
+                                        f"  - {{name: {CLUSTER}, namespace: {grafana}}}\n", 1))
+        live.repo.hydrate()
+    sha, at = live.commit("Dashboards in Grafana's namespace", change)
+    teams = {path.stem: path.parent.name for path in (live.repo.path / "rendered" / CLUSTER).glob("*/*.yaml")}
+    uids = None
+    for mode, source_type in (("rendered", "Directory"), ("plugin", "Plugin")):
+        # what argocd/bootstrap's Application syncs on the merge: argocd/<mode>, the grafana destination in its list
+        made = argocd.apply(live.objects, argocd.Source(live.repo.path, branch, mode), CLUSTER)
+        assert made == [APP, OTHER_APP], f"{mode}: no Application for Grafana's namespace: {made}"
+        for app in (APP, OTHER_APP):
+            live.argocd.wait(lambda: (a := live.objects.get("argoproj.io/v1alpha1", "Application", app, "argocd"))
+                             and (a.get("status") or {}).get("sourceType") == source_type
+                             and a["status"]["sync"]["status"] == "Synced"
+                             and a["status"]["sync"].get("revision") == sha and a, ANSWER, f"{app} on {mode}")
+        dashboards = {c["metadata"]["name"]: c for c in live.objects.list("v1", "ConfigMap", grafana)
+                      if c["metadata"]["name"].endswith("-dashboard")}
+        assert set(dashboards) == {f"{job}-dashboard" for job in teams}, mode
+        for job, team in teams.items():
+            tracking = dashboards[f"{job}-dashboard"]["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"]
+            assert tracking.startswith(f"tfjobgen-{CLUSTER}-{team}:/ConfigMap:{grafana}/"), tracking
+        found = {name: c["metadata"]["uid"] for name, c in dashboards.items()}
+        assert uids is None or found == uids, "switching modes recreated no dashboard"
+        uids = found
+    print(f"\ndashboards in {grafana}: {len(uids)} ConfigMaps, both modes, {time.monotonic() - at:.1f} s from commit")
+    assert live.argocd.applications() == [APP, OTHER_APP]
+
+
+def test_the_plugin_images_own_cmp_server_serves_the_repo_server_as_its_sidecar(tmp_path):
+    """`--argocd-plugin-image` (issue 33): argocd-cmp-server runs in the tfjobgen-argocd-plugin image of `make
+    images`, under runc, as repo-server-patch.yaml makes the sidecar: the image's root file system read-only, its
+    plugin.yaml, Python and packages, kustomize and bash; uid 999; Argo CD's binary mounted at
+    /var/run/argocd/argocd-cmp-server; the socket folder shared with the repo-server; a network namespace of its
+    own. Both teams' Applications sync what rendered/ holds. Two jobs on a few nodes: about a minute."""
+    from tfjobgen.cluster.controllers import plugin_sidecar
+
+    need_cluster_tools("argocd", "kustomize")
+    need("redis-server", shutil.which("redis-server"), "Argo CD's cache: apt-get install redis-server")
+    try:
+        image = plugin_sidecar.image()
+    except plugin_sidecar.SidecarError as err:
+        need("the plugin image with runc, umoci and root", None, str(err))
+    repo = sample_clone(tmp_path / "repo")
+    repo.keep_jobs(["wide-deep", "scene2-case1"])  # one job per team: each Application has something to sync
+    started = time.monotonic()
+    with local_cluster(SEED_PROFILE, 8, "--argocd", str(repo.path), "--argocd-plugin-image") as cluster:
+        argocd = ArgoCD(cluster.kubeconfig, cluster.state()["ports"]["argocd redis"])
+        try:
+            live = Live(cluster, repo, argocd)
+            up = time.monotonic()
+            for app in (APP, OTHER_APP):
+                live.synced(app, repo.head())
+            synced = time.monotonic()
+            [server] = [pid for pid in leftovers(cluster.home)
+                        if Path(f"/proc/{pid}/comm").read_text().strip() == "argocd-cmp-serv"]
+            inside = Path(f"/proc/{server}/root")
+            assert Path(f"/proc/{server}/cmdline").read_bytes().split(b"\0")[0] == plugin_sidecar.BINARY.encode()
+            assert os.stat(f"/proc/{server}").st_uid == plugin_sidecar.UID
+            assert (inside / "home/argocd/cmp-server/config/plugin.yaml").read_bytes() == \
+                (REPO / "argocd" / "plugin" / "plugin.yaml").read_bytes(), "the image's plugin.yaml serves"
+            assert (inside / "usr/local/bin/kustomize").is_file() and (inside / "usr/bin/python3").exists()
+            assert os.statvfs(inside / "etc").f_flag & os.ST_RDONLY, "a read-only root"
+            assert os.readlink(f"/proc/{server}/ns/net") != os.readlink("/proc/self/ns/net")
+            assert os.readlink(f"/proc/{server}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+            expected = set()
+            for path in sorted((repo.path / "rendered" / CLUSTER).glob("*/*.yaml")):
+                expected |= _identities([o for o in yaml.safe_load_all(path.read_text()) if o])
+            assert set(live.tracked()) == expected
+            print(f"\nplugin image {image.digest[:19]}: cluster up {up - started:.1f} s, both Applications Synced "
+                  f"{synced - up:.1f} s later")
+        finally:
+            argocd.close()
+
+
 def test_a_repository_argo_cd_cannot_follow_gets_one_line_and_starts_nothing(tmp_path):
     need_cluster_tools("argocd", "kustomize")
     plain = tmp_path / "plain"

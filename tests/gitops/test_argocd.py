@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import OVERLAYS, REPO, SAMPLE, kubectl
+from conftest import OVERLAYS, REPO, SAMPLE, kubectl, need, uses
 from gitops_support import committed_rendered, crd_dir, load_objects
 
 from tfjobgen.gitops import crds, object_meta, policy
@@ -159,32 +159,29 @@ def test_the_project_refuses_other_namespaces_and_kinds():
 
 # ---- the plugin's sidecar ---------------------------------------------------------------------------
 
-def test_the_sidecar_image_and_patch_match_the_plugin():
-    dockerfile = (ARGOCD / "plugin" / "Dockerfile").read_text()
-    instructions = [line for line in dockerfile.splitlines() if line and not line.startswith("#")]
-    text = "\n".join(instructions)
-    # the repository is installed: its package, its schemas and the metadata hatchling needs
-    # (everything the wheel is made of: pyproject.toml's sdist list, whose force-include needs plugins/ and more)
-    import tomllib
+def test_the_sidecar_dockerfile_is_the_recipe_make_images_builds():
+    """One recipe: argocd/plugin/Dockerfile (and its build context) are written from artifacts/images/recipe.py,
+    whose data `make images` builds tfjobgen-argocd-plugin from (issue 33: they had drifted apart, Python 3.12
+    with PyYAML 6.0.3 against 3.11 with 6.0.4)."""
+    from tfjobgen.artifacts import programs
+    from tfjobgen.artifacts.images import dockerfile, recipe
 
-    sdist = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["sdist"]
-    folders = {path.split("/")[0] for path in sdist["only-include"] if (REPO / path).is_dir()}
-    assert "COPY pyproject.toml README.md /src/" in text
-    for folder in folders:
-        assert f"COPY {folder} /src/{folder}" in text
-    assert re.search(r"pip install --no-cache-dir .*/src", text)
-    assert re.search(r"^FROM python:\d+\.\d+\.\d+-slim-\w+$", text, re.MULTILINE), "pin the Python image"
-    assert re.search(r"^ARG ARGOCD_IMAGE=quay.io/argoproj/argocd:v\d+\.\d+\.\d+$", text, re.MULTILINE)
-    assert "COPY --from=argocd /usr/local/bin/kustomize /usr/local/bin/kustomize" in text
-    assert "COPY argocd/plugin/plugin.yaml /home/argocd/cmp-server/config/plugin.yaml" in text
-    assert "USER 999" in text
-    for source in re.findall(r"^COPY (?!--from)(.+) \S+$", text, re.MULTILINE):
+    again = "run .venv/bin/python docs/generate/plugin_dockerfile.py and commit argocd/plugin/"
+    text = (ARGOCD / "plugin" / "Dockerfile").read_text()
+    assert text == dockerfile.plugin(programs.family_of("argocd").version), f"stale Dockerfile: {again}"
+    assert (ARGOCD / "plugin" / "Dockerfile.dockerignore").read_text() == dockerfile.dockerignore(), again
+    # what the generated text must say, read back from it
+    pinned = dict(line.split("==") for line in (REPO / "constraints.txt").read_text().splitlines()
+                  if "==" in line and not line.startswith("#"))
+    assert f"FROM debian:{recipe.SUITES[0]}-slim" in text and f"python3 ({recipe.PYTHON})" in text
+    assert "-c /src/constraints.txt" in text and "PyYAML" in pinned and "jsonschema" in pinned
+    for source in re.findall(r"^COPY (?!--from)(?:--chown=\S+ )?(.+) \S+$", text, re.MULTILINE):
         for path in source.split():
             assert (REPO / path).exists(), f"the Dockerfile copies {path}, which does not exist"
-    ignore = (ARGOCD / "plugin" / "Dockerfile.dockerignore").read_text()
-    for path in ("pyproject.toml", "README.md", *(f"{f}/" for f in folders), "argocd/plugin/plugin.yaml"):
-        assert f"!{path}" in ignore, f"the build context excludes {path}"
+    assert "USER 999" in text and f"COPY --chown=999:999 argocd/plugin/plugin.yaml {dockerfile.PLUGIN_CONFIG}" in text
 
+
+def test_the_sidecar_patch_matches_the_plugin():
     patch = yaml.safe_load((ARGOCD / "plugin" / "repo-server-patch.yaml").read_text())
     sidecar = one([{"kind": c["name"], **c} for c in patch["spec"]["template"]["spec"]["containers"]], "tfjobgen-cmp")
     assert sidecar["command"] == ["/var/run/argocd/argocd-cmp-server"]
@@ -214,8 +211,8 @@ def test_the_sidecar_patch_is_a_valid_deployment_container():
 
 def test_the_health_patch_is_a_configmap_patch_for_argocd_cm():
     patch = yaml.safe_load((ARGOCD / "argocd-cm-patch.yaml").read_text())
-    assert (patch["kind"], patch["metadata"]["name"], patch["metadata"]["namespace"]) == \
-        ("ConfigMap", "argocd-cm", "argocd")
+    assert (patch["kind"], patch["metadata"]) == ("ConfigMap", {"name": "argocd-cm"}), \
+        "no namespace: under kustomize patches the upstream install's argocd-cm has none yet"
     assert sorted(patch["data"]) == ["resource.customizations.health.jobset.x-k8s.io_JobSet",
                                      "resource.customizations.health.kubeflow.org_TFJob"]
 
@@ -234,3 +231,60 @@ def test_custom_resources_are_validated_against_their_crd(schemas):
     found = crds.validate([tfjob, {"apiVersion": "example.com/v1", "kind": "Unknown", "metadata": {"name": "x"}}],
                           schemas)
     assert [severity for _, severity, _ in found] == ["error", "warning"]
+
+
+@uses("slow")
+def upstream_install(tmp_path):
+    """Argo CD's own manifests/install.yaml (namespace-less, as released), from the Go module cache of the
+    release cluster-tools/versions.yaml pins, and the kustomize of the kustomize family (`make cluster-tools`)."""
+    import os
+    import shutil
+
+    from tfjobgen.artifacts import go_build, programs
+
+    need("go", shutil.which("go"), "the argocd module is read from Go's module cache")
+    kustomize = programs.family_of("kustomize")
+    need("the kustomize family's kustomize", str(kustomize.installed_in / "kustomize") if kustomize.is_built()
+         else None, "make cluster-tools builds it")
+    module = go_build.module_dir(programs.family_of("argocd"), {**os.environ, "GOFLAGS": "-mod=readonly"})
+    shutil.copyfile(module / "manifests" / "install.yaml", tmp_path / "install.yaml")
+    return kustomize.installed_in / "kustomize"
+
+
+def test_the_sidecar_patch_applies_under_kustomize_patches_to_the_upstream_install(tmp_path):
+    """The way docs/gitops.md says an Argo CD installed by kustomize takes the sidecar: `patches:` beside
+    `namespace: argocd` on the upstream install, whose Deployments have no namespace (a namespace in the
+    patch matched nothing: "no resource matches strategic merge patch"), built by the real kustomize."""
+    kustomize = upstream_install(tmp_path)
+    (tmp_path / "repo-server-patch.yaml").write_text((ARGOCD / "plugin" / "repo-server-patch.yaml").read_text())
+    (tmp_path / "argocd-cm-patch.yaml").write_text((ARGOCD / "argocd-cm-patch.yaml").read_text())
+    (tmp_path / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: argocd\n"
+        "resources: [install.yaml]\npatches:\n- path: repo-server-patch.yaml\n- path: argocd-cm-patch.yaml\n")
+    proc = subprocess.run([str(kustomize), "build", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in load_objects(proc.stdout)}
+    repo_server = objects[("Deployment", "argocd-repo-server")]
+    assert repo_server["metadata"]["namespace"] == "argocd"
+    pod = repo_server["spec"]["template"]["spec"]
+    containers = {c["name"]: c for c in pod["containers"]}
+    assert sorted(containers) == ["argocd-repo-server", "tfjobgen-cmp"], "the sidecar beside Argo CD's own"
+    assert containers["argocd-repo-server"]["image"].startswith("quay.io/argoproj/argocd:"), "which keeps its own"
+    assert {"var-files", "plugins", "tfjobgen-cmp-tmp"} <= {v["name"] for v in pod["volumes"]}
+    assert any(c["name"] == "copyutil" for c in pod["initContainers"]), "the cmp-server binary's copy stays"
+    assert "resource.customizations.health.kubeflow.org_TFJob" in objects[("ConfigMap", "argocd-cm")]["data"]
+
+
+def test_the_sidecar_patch_applies_with_kubectl_patch_too(tmp_path):
+    """The other documented way: `kubectl -n argocd patch deployment argocd-repo-server --patch-file`, here
+    with --local on the upstream Deployment (no API server needed for a strategic merge)."""
+    upstream_install(tmp_path)
+    [deployment] = [o for o in load_objects((tmp_path / "install.yaml").read_text())
+                    if o["kind"] == "Deployment" and o["metadata"]["name"] == "argocd-repo-server"]
+    (tmp_path / "deployment.yaml").write_text(yaml.safe_dump(deployment))
+    proc = subprocess.run([kubectl(), "-n", "argocd", "patch", "--local", "-f", str(tmp_path / "deployment.yaml"),
+                           "--patch-file", str(ARGOCD / "plugin" / "repo-server-patch.yaml"), "-o", "yaml"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    pod = yaml.safe_load(proc.stdout)["spec"]["template"]["spec"]
+    assert sorted(c["name"] for c in pod["containers"]) == ["argocd-repo-server", "tfjobgen-cmp"]

@@ -153,3 +153,18 @@ def test_an_invalid_job_is_located_in_every_mode(generated, tmp_path):
         assert not result.ok and result.objects == []
         assert [p.format().split(": ")[0:2] for p in result.problems if p.is_error] == \
             [["jobs/wide-deep.yaml:13", "spec.qos"]], (mode, [p.format() for p in result.problems])
+
+
+@pytest.mark.parametrize("mode", [build.SHARDS, build.WHOLE])
+def test_a_kustomize_error_is_said_once_with_the_repositorys_paths(tmp_path, mode, monkeypatch):
+    """Every share of an overlay meets the same broken patch; the user reads it once, at the repository's
+    own path, never at a share's temporary copy (issue 33: 3 to 6 times, each naming /tmp/tfjobgen-shares-*)."""
+    root = synthetic.write_repo(tmp_path / "repo", jobs=30, originals=synthetic.PATCHED)
+    kustomization = root / "overlays" / "prod-96c" / "kustomization.yaml"
+    kustomization.write_text(kustomization.read_text() + "patchesStrategicMerge:\n- gone.yaml\n")
+    monkeypatch.setattr(layout, "SHARD_WEIGHT", 100)
+    result = _build(root, ["prod-96c"], mode=mode)["prod-96c"]
+    assert mode != build.SHARDS or result.shards >= 3, result.shards
+    [problem] = [p.format() for p in result.problems]
+    assert "overlays/prod-96c/gone.yaml" in problem, problem
+    assert str(tmp_path) not in problem and "tfjobgen-shares-" not in problem, problem

@@ -86,10 +86,25 @@ def test_plugin_mode_and_rendered_mode_give_the_same_objects_for_the_same_commit
 
 
 def test_a_team_without_jobs_on_a_cluster_gets_nothing_and_a_reason(checkout, shim):
+    """The AppProject sends team research to seed-80c (so the ApplicationSet makes its Application), but
+    no job of research runs there."""
+    project = checkout / "argocd" / "base" / "project.yaml"
+    project.write_text(project.read_text().replace(
+        "  - {name: seed-80c, namespace: ml-training}\n",
+        "  - {name: seed-80c, namespace: ml-training}\n  - {name: seed-80c, namespace: research}\n"))
     proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim,
                             env={"ARGOCD_ENV_NAMESPACE": "research"})
     _refused(proc, "no job of namespace research runs on cluster seed-80c, but the AppProject still sends that team "
                    "there", "remove that destination", "argocd app delete tfjobgen-seed-80c-research --cascade")
+
+
+def test_a_namespace_no_application_is_for_is_refused_with_the_closest_one(checkout, shim):
+    """Neither the profile nor the AppProject has it: a typo, not a team without jobs."""
+    proc = run_cmp_generate(checkout / "overlays" / "seed-80c", checkout, shim,
+                            env={"ARGOCD_ENV_NAMESPACE": "ml-trainig"})
+    _refused(proc, "tfjobgen build: --namespace: cluster seed-80c does not run namespace ml-trainig: did you mean "
+                   "ml-training?")
+    assert "no job of namespace" not in proc.stderr
 
 
 # ---- fail loud: nothing on stdout, a non-zero exit, a message that says why -------------------------

@@ -89,7 +89,7 @@ def _copy_assets(family: Family, target: Path, env: dict) -> None:
     """The module's CRDs and webhook manifests, from the module cache, as the pinned release has them."""
     if not family.assets:
         return
-    source = _module_dir(family, env)
+    source = module_dir(family, env)
     for path in family.assets:
         origin, copy = source / path, target / path
         copy.parent.mkdir(parents=True, exist_ok=True)
@@ -101,7 +101,7 @@ def _copy_assets(family: Family, target: Path, env: dict) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def _module_dir(family: Family, env: dict) -> Path:
+def module_dir(family: Family, env: dict) -> Path:
     """Where the module cache holds the pinned release's source, downloaded first if it is not there yet
     (`go list -m` names no folder for a module it has not downloaded: a fresh machine's case)."""
     import json
@@ -121,7 +121,7 @@ def _edited_copy(family: Family, folder: Path, env: dict) -> Path:
     (`go build -overlay` would be shorter, but it refuses to replace files of the module cache.)
     """
     copy = folder / "module"
-    shutil.copytree(_module_dir(family, env), copy)
+    shutil.copytree(module_dir(family, env), copy)
     for path in copy.rglob("*"):  # the module cache is read-only
         path.chmod(0o755 if path.is_dir() else 0o644)
     for file, old, new in family.edits:

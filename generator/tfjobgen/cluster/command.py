@@ -54,6 +54,9 @@ def register(commands) -> None:
                          "(a path or file:// URL; its checked-out branch) with the repository's argocd/ objects")
     up.add_argument("--argocd-mode", choices=["plugin", "rendered"],
                     help="which ApplicationSet of argocd/ to apply (default: plugin)")
+    up.add_argument("--argocd-plugin-image", action="store_true",
+                    help="run the plugin's argocd-cmp-server in the tfjobgen-argocd-plugin image of `make images`, "
+                         "with runc, as the repo-server's sidecar (root; default: a local process)")
     up.add_argument("--quiet", action="store_true", help="no progress on stderr")
     up.set_defaults(run=_up)
 
@@ -117,9 +120,11 @@ def _up(args) -> int:
         print(f"cluster {args.name}: {line}", file=sys.stderr, flush=True)
 
     try:
-        if args.argocd_mode and not args.argocd:
-            raise argocd.ArgoCDError("--argocd-mode needs --argocd REPO")
-        gitops = argocd.source(args.argocd, args.argocd_mode or "plugin") if args.argocd else None
+        if (args.argocd_mode or args.argocd_plugin_image) and not args.argocd:
+            flag = "--argocd-mode" if args.argocd_mode else "--argocd-plugin-image"
+            raise argocd.ArgoCDError(f"{flag} needs --argocd REPO")
+        gitops = argocd.source(args.argocd, args.argocd_mode or "plugin", args.argocd_plugin_image) \
+            if args.argocd else None
         state = control.up(pipeline.load_profile(args.profile), args.nodes, args.name, say, warn, gitops,
                            real_nodes=args.real_nodes, kubernetes=args.kubernetes)
     except (control.ClusterError, argocd.ArgoCDError, programs.ToolsMissing, processes.StartFailed, TimeoutError,

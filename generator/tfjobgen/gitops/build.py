@@ -41,7 +41,7 @@ from ..concerns import labels
 from ..expand import emit, pipeline
 from ..inputs import intents, routing, source
 from ..inputs.problems import WARNING, InvalidInput, Problem, distinct
-from . import clusters, layout
+from . import clusters, layout, object_meta
 from .tree import OVERLAYS, relative
 
 BUILD_TIMEOUT_SECONDS = 600
@@ -144,8 +144,9 @@ class Selection:
     def keeps(self, obj: dict, jobs: set[str]) -> bool:
         """Whether an object of the build belongs to the selection (`jobs`: the names of the jobs picked)."""
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        if self.namespaces is not None and meta.get("namespace") not in self.namespaces:
-            return False
+        if self.namespaces is not None and meta.get("namespace") not in self.namespaces and not (
+                object_meta.is_dashboard(obj) and object_meta.job_of(obj) in jobs):
+            return False  # (a picked job's dashboard, in the profile's dashboards namespace, goes with its job)
         if self.files is not None:
             found = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
             return found.get(labels.JOB) in jobs
@@ -397,7 +398,8 @@ def _kustomize(root: Path, tree: Path, directory: Path, command: list[str], env:
         build.problems.append(Problem(f"kustomize build took longer than {BUILD_TIMEOUT_SECONDS} s", file=build.path))
         return build
     if proc.returncode != 0:
-        build.problems = _stderr_problems(proc.stderr, root, real_directory, build.path)
+        stderr = _repository_paths(proc.stderr, {tree: "", root: "", Path(env["KUSTOMIZE_PLUGIN_HOME"]): "plugins"})
+        build.problems = _stderr_problems(stderr, root, real_directory, build.path)
         return build
     # A build that worked may still have warnings from tfjobgen on stderr.
     build.problems = [_located_problem(m, root, real_directory) for m in map(_LOCATED.match, proc.stderr.splitlines())
@@ -407,6 +409,19 @@ def _kustomize(root: Path, tree: Path, directory: Path, command: list[str], env:
     except InvalidInput as err:
         build.problems += err.problems
     return build
+
+
+def _repository_paths(text: str, folders: dict[Path, str]) -> str:
+    """kustomize's message with each folder it ran in (a share's temporary copy, the private plugin home, the
+    root) written as the repository path it stands for: every share then says the same, once (distinct),
+    and the user reads paths of the repository, not of a folder that is gone."""
+    prefixes = {}
+    for folder, meant in folders.items():
+        for spelling in (str(folder), str(folder.resolve())):
+            prefixes[spelling + os.sep] = f"{meant}/" if meant else ""
+    for prefix in sorted(prefixes, key=len, reverse=True):  # a share lies inside the root's temp folder, say
+        text = text.replace(prefix, prefixes[prefix])
+    return text
 
 
 def _stderr_problems(stderr: str, root: Path, directory: Path, overlay_path: str) -> list[Problem]:

@@ -10,7 +10,7 @@ from ..inputs import intents, source, trainingjob
 from ..inputs.problems import WARNING, InvalidInput, Problem
 from ..shared import contract
 from . import tree
-from .object_meta import describe_object, group_kind, job_of, metadata_of
+from .object_meta import describe_object, group_kind, is_dashboard, job_of, metadata_of
 
 
 def check(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> list[Problem]:
@@ -26,7 +26,7 @@ def check(objects: list[dict], jobs: list[tree.JobFile], overlay: str) -> list[P
     problems: list[Problem] = []
     namespaces: dict[str, set[str]] = defaultdict(set)
     for obj in objects:
-        if job_of(obj):
+        if job_of(obj) and not is_dashboard(obj):  # a dashboard goes where the profile says Grafana reads it
             namespaces[job_of(obj)].add(str(metadata_of(obj).get("namespace", "")))
     if not namespaces:
         if jobs:

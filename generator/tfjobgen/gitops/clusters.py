@@ -8,6 +8,9 @@ the repository can:
   removed, and its Application would get an empty set (`no_job_left`, the one answer `diff`,
   `hydrate` and `build` give);
 - a namespace a profile runs that the AppProject does not let Argo CD sync there;
+- a dashboards namespace (spec.monitoring.dashboards.namespace) the AppProject does not permit on that
+  cluster, or does not name as not a team's (policy.DASHBOARDS_ANNOTATION), so the ApplicationSet would
+  make it an Application;
 - one job on two clusters writing one checkpoint directory (`shared_model_dirs`).
 
 `validate` also checks each job against the profile of every cluster it runs on here (`validate`);
@@ -35,6 +38,8 @@ class Cluster:
     allow_no_jobs: bool
     profile_file: str  # relative to the root ("" when the overlay holds no readable profile)
     namespaces_lines: tuple[int, ...] = ()  # the line of each of spec.namespaces in profile_file
+    dashboards_namespace: str = ""  # where its jobs' Grafana dashboards go, when not in the job's namespace
+    dashboards_line: int = 0
 
     def runs(self, job: tree.JobFile) -> bool:
         return routing.goes_to(job.namespace, job.clusters, self.name, self.namespaces)
@@ -67,9 +72,44 @@ def read(root: Path, overlays: list[str] | None = None) -> list[Cluster]:
             found.append(Cluster(overlay, overlay, None, True, ""))
         else:
             lines = tuple(profile.origin.line_of(f"spec.namespaces[{i}]") for i in range(len(profile.namespaces or ())))
+            monitoring = profile.monitoring
+            dashboards = (monitoring.dashboard_namespace or "") if monitoring.enabled and monitoring.dashboards else ""
             found.append(Cluster(overlay, profile.name, profile.namespaces, profile.allow_no_jobs,
-                                 path.relative_to(root).as_posix(), lines))
+                                 path.relative_to(root).as_posix(), lines, dashboards,
+                                 profile.origin.line_of("spec.monitoring.dashboards.namespace")))
     return found
+
+
+def namespace_problem(root: Path, namespace: str, cluster: Cluster, jobs: list[tree.JobFile]) -> str:
+    """Why `tfjobgen build --namespace NAMESPACE` of `cluster` is asked for something no Application is, ""
+    otherwise: not a namespace at all, or one the cluster does not run and the AppProject does not send a
+    team to there (a typo; the ones it runs are named, the closest first). A cluster whose profile runs every
+    namespace runs those of its jobs. A destination without jobs is no_job_left's to answer. `jobs`: all of
+    jobs/."""
+    import difflib
+    from fnmatch import fnmatchcase
+
+    from ..inputs import kubernetes_syntax
+
+    wrong = kubernetes_syntax.dns_label_problem(namespace)
+    if wrong:
+        return f"{namespace!r} is not a namespace: {wrong}"
+    runs = cluster.namespaces if cluster.namespaces is not None else sorted(
+        {job.namespace for job in jobs_on(jobs, cluster)})
+    projects = policy.projects(root)
+    if any(namespace == project.dashboards_namespace for project in projects) and namespace not in runs:
+        return (f"{namespace} is where the AppProject's teams put their dashboards ({policy.DASHBOARDS_ANNOTATION}), "
+                "not a team: each team's build carries its jobs' dashboards")
+    destined = any(fnmatchcase(namespace, pattern) for project in projects
+                   for pattern in project.destinations(cluster.overlay))
+    if namespace in runs or destined:
+        return ""
+    where = (f"{cluster.profile_file} lists in spec.namespaces" if cluster.namespaces is not None
+             else "its profile runs every namespace, and its jobs are in")
+    close = difflib.get_close_matches(namespace, runs, n=1)
+    hint = f": did you mean {close[0]}?" if close else ":"
+    return (f"cluster {cluster.overlay} does not run namespace {namespace}{hint} {where} "
+            f"{', '.join(runs) or 'none'} (an Application's namespace is a destination of the AppProject)")
 
 
 def jobs_on(jobs: list[tree.JobFile], cluster: Cluster) -> list[tree.JobFile]:
@@ -79,7 +119,8 @@ def jobs_on(jobs: list[tree.JobFile], cluster: Cluster) -> list[tree.JobFile]:
 def check(root: Path, jobs: list[tree.JobFile], found: list[Cluster]) -> list[Problem]:
     """Jobs that go to no cluster or to one that does not exist, and destinations no job uses (`jobs`: all
     of jobs/)."""
-    return check_jobs(jobs, found) + _unused_destinations(root, jobs, found) + _undestined_namespaces(root, found)
+    return (check_jobs(jobs, found) + _unused_destinations(root, jobs, found) + _undestined_namespaces(root, found)
+            + _dashboards_destinations(root, found))
 
 
 def check_jobs(jobs: list[tree.JobFile], found: list[Cluster]) -> list[Problem]:
@@ -111,6 +152,8 @@ def _unused_destinations(root: Path, jobs: list[tree.JobFile], found: list[Clust
         for cluster, namespace in project.destination_pairs():
             if cluster not in by_overlay or any(ch in namespace for ch in "*?[!"):
                 continue  # a pattern, or a cluster this repository does not build: nothing to compare
+            if namespace == project.dashboards_namespace:
+                continue  # Grafana's, not a team's: the ApplicationSet makes no Application for it
             if not any(job.namespace == namespace for job in jobs_on(jobs, by_overlay[cluster])):
                 problems.append(no_job_left(root, by_overlay[cluster], namespace))
     return problems
@@ -134,6 +177,37 @@ def _undestined_namespaces(root: Path, found: list[Cluster]) -> list[Problem]:
                         "Argo CD would refuse to sync its jobs: add that destination, or take the namespace out "
                         "of this list", f"spec.namespaces[{index}]", file=cluster.profile_file,
                         line=cluster.namespaces_lines[index]))
+    return problems
+
+
+def _dashboards_destinations(root: Path, found: list[Cluster]) -> list[Problem]:
+    """A profile's dashboards namespace must be a destination of the cluster (the team's Application writes
+    the dashboards there), and the one the AppProject's annotation names (else the ApplicationSet, whose list
+    is the destinations, would make it an Application with nothing to sync)."""
+    from fnmatch import fnmatchcase
+
+    problems = []
+    for project in policy.projects(root):
+        for cluster in found:
+            namespace = cluster.dashboards_namespace
+            if not namespace or (cluster.namespaces and namespace in cluster.namespaces):
+                continue  # none, or a team's own namespace: its Application is that team's
+            at = {"field": "spec.monitoring.dashboards.namespace", "file": cluster.profile_file,
+                  "line": cluster.dashboards_line}
+            if not any(fnmatchcase(namespace, p) for p in project.destinations(cluster.overlay)):
+                problems.append(Problem(
+                    f"cluster {cluster.overlay} puts dashboards in namespace {namespace}, but AppProject "
+                    f"{project.name} ({project.file}) has no destination {{name: {cluster.overlay}, namespace: "
+                    f"{namespace}}}, so Argo CD would refuse to sync every team's Application there: add that "
+                    "destination", **at))
+            elif project.dashboards_namespace != namespace:
+                now = f" (it names {project.dashboards_namespace})" if project.dashboards_namespace else ""
+                problems.append(Problem(
+                    f"cluster {cluster.overlay} puts dashboards in namespace {namespace}, which AppProject "
+                    f"{project.name} ({project.file}) does not name as Grafana's{now}: the ApplicationSet would "
+                    f"make it an Application of its own. Set metadata.annotations "
+                    f"{policy.DASHBOARDS_ANNOTATION}: {namespace} there (one dashboards namespace for every "
+                    "cluster)", **at))
     return problems
 
 

@@ -80,7 +80,7 @@ def _build(args) -> int:
     from pathlib import Path
 
     from ..expand import emit
-    from . import build, hydrate, tree
+    from . import build, clusters, hydrate, tree
 
     folder = Path(args.overlay).resolve()
     root = Path(args.repo).resolve() if args.repo else tree.find_root(folder)
@@ -88,6 +88,12 @@ def _build(args) -> int:
         print(f"tfjobgen build: {args.overlay} is not an overlay folder overlays/<cluster> of a repository with "
               "overlays/ and jobs/", file=sys.stderr)
         return 2
+    if args.namespace is not None:
+        jobs, _ = tree.job_files(root)  # an unreadable job file: the build says where
+        wrong = clusters.namespace_problem(root, args.namespace, clusters.read(root, [folder.name])[0], jobs)
+        if wrong:
+            print(f"tfjobgen build: --namespace: {wrong}", file=sys.stderr)
+            return 2
     selection = build.Selection(namespaces=frozenset({args.namespace})) if args.namespace else build.EVERYTHING
     try:
         objects, problems = hydrate.delivered(root, [folder.name], selection)

@@ -14,9 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..inputs import source
+from ..inputs.problems import InvalidInput, Problem
 
 KUBERNETES_VERSION = "1.32"
 
@@ -41,20 +40,61 @@ def to_json_schema(node: Any, strict: bool = True) -> Any:
 
 
 def load(directory: Path) -> dict[tuple[str, str, str], dict]:
-    """(group, version, kind) -> JSON Schema, for every CRD document in the folder's YAML files."""
+    """(group, version, kind) -> JSON Schema, for every CRD document in the folder's YAML files.
+
+    The folder is input like a job file: read by inputs/source.py's one safe reader (regular files, bounded
+    size and nesting, anchors and aliases refused: a "billion laughs" would expand while converted), and
+    InvalidInput, one located line, for a folder that is not there or a CRD whose fields have the wrong shape.
+    """
+    if not directory.is_dir():
+        raise InvalidInput([Problem("--crds names no folder (give the folder of the CustomResourceDefinition "
+                                    "YAML files, such as ../shared/crds)", file=str(directory))])
     schemas = {}
     for path in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
-        text = source.read_text(str(path), source.MAX_STREAM_BYTES)  # the one reader: regular files, bounded
-        for document in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        text = source.read_text(str(path), source.MAX_STREAM_BYTES)
+        for index, document in enumerate(source.parse_stream(text, str(path))):
             if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
                 continue
-            spec = document["spec"]
-            for version in spec.get("versions", []):
-                schema = (version.get("schema") or {}).get("openAPIV3Schema")
-                if schema:
-                    key = (spec["group"], version["name"], spec["names"]["kind"])
-                    schemas[key] = to_json_schema(schema)
+            try:
+                schemas.update(_schemas_of(document))
+            except _Shape as wrong:  # located only now: a line map costs more than the fast reader
+                at = source.parse_documents(text, str(path))[index].line_of(wrong.field)
+                raise InvalidInput([Problem(str(wrong), wrong.field, file=str(path), line=at)]) from None
     return schemas
+
+
+class _Shape(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def _schemas_of(crd: dict) -> dict[tuple[str, str, str], dict]:
+    """A CRD's schemas by (group, version, kind); _Shape when a field they need has the wrong type."""
+    def mapping(value, at: str) -> dict:
+        if not isinstance(value, dict):
+            raise _Shape(at, f"a CustomResourceDefinition's {at.rpartition('.')[2]} is a mapping, not {value!r}")
+        return value
+
+    def text(value, at: str) -> str:
+        if not isinstance(value, str) or not value:
+            raise _Shape(at, f"a CustomResourceDefinition's {at} is a non-empty string, not {value!r}")
+        return value
+
+    spec = mapping(crd.get("spec"), "spec")
+    group = text(spec.get("group"), "spec.group")
+    kind = text(mapping(spec.get("names"), "spec.names").get("kind"), "spec.names.kind")
+    versions = spec.get("versions", [])
+    if not isinstance(versions, list):
+        raise _Shape("spec.versions", f"a CustomResourceDefinition's spec.versions is a list, not {versions!r}")
+    found = {}
+    for index, version in enumerate(versions):
+        version = mapping(version, f"spec.versions[{index}]")
+        schema = mapping(version.get("schema") or {}, f"spec.versions[{index}].schema").get("openAPIV3Schema")
+        if schema:
+            mapping(schema, f"spec.versions[{index}].schema.openAPIV3Schema")
+            found[(group, text(version.get("name"), f"spec.versions[{index}].name"), kind)] = to_json_schema(schema)
+    return found
 
 
 def crd_errors(obj: dict, schemas: dict[tuple[str, str, str], dict]) -> list[str] | None:

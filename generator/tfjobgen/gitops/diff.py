@@ -40,7 +40,8 @@ def _dedupe(problems: list[Problem]) -> list[Problem]:
     return sorted(distinct(problems), key=lambda p: (not p.is_error, p.file, p.line, p.field, p.message))
 
 
-def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bool = True) -> Report:
+def make_report(root: Path, base_ref: str, schemas: dict | None = None, place: bool = True) -> Report:
+    """The report of the change from `base_ref` to the working tree (`schemas`: crds.load of --crds)."""
     commit = tree.resolve_commit(root, base_ref)
     with tempfile.TemporaryDirectory(prefix="tfjobgen-base-") as scratch:
         base_root = Path(scratch)
@@ -90,7 +91,7 @@ def make_report(root: Path, base_ref: str, crd_dir: str | None = None, place: bo
     changed = [job for job in head.jobs if files is None or job.file in files]  # the others were checked before
     problems += clusters.shared_model_dirs(changed, list(head.routes.values()), head.intents,
                                            lambda overlay: build.intents_as_built(root, overlay))
-    problems += output_problems(base, head, crd_dir)
+    problems += output_problems(base, head, schemas or {})
     return Report(base.label, head.label, sections, _dedupe(problems))
 
 
@@ -160,7 +161,7 @@ def plans_of(root: Path, overlay: str, jobs: list[tree.JobFile], keys: list[str]
     return plans
 
 
-def output_problems(base: Side, head: Side, crd_dir: str | None) -> list[Problem]:
+def output_problems(base: Side, head: Side, schemas: dict) -> list[Problem]:
     """Schema problems of the objects this change adds or changes (unchanged objects were checked before)."""
     before = {json.dumps(o, sort_keys=True) for objects in base.objects.values() for o in objects}
     fresh = [(overlay, o) for overlay, objects in head.objects.items() for o in objects
@@ -170,7 +171,6 @@ def output_problems(base: Side, head: Side, crd_dir: str | None) -> list[Problem
     try:
         from . import crds
 
-        schemas = crds.load(Path(crd_dir)) if crd_dir else {}
         found = crds.validate([o for _, o in fresh], schemas)
     except ImportError as err:
         return [Problem(f"rendered objects were not validated: {err.name} is not installed "
@@ -197,7 +197,15 @@ def run(root: Path, base_ref: str, output: str | None = None, crd_dir: str | Non
         print(f"tfjobgen diff: run it from the repository root (the folder with {tree.OVERLAYS}/); {root} has none",
               file=err)
         return 2
-    report = make_report(root, base_ref, crd_dir, place)
+    try:  # before any git or build work: a wrong --crds is said at once
+        from . import crds
+
+        schemas = crds.load(Path(crd_dir)) if crd_dir is not None else {}
+    except InvalidInput as refused:
+        for problem in refused.problems:
+            print(problem.format(), file=err)
+        return 2
+    report = make_report(root, base_ref, schemas, place)
     text = markdown.to_markdown(report)
     if output:
         from ..kit import files

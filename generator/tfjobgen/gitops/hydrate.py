@@ -35,10 +35,13 @@ def files_of(overlay: str, objects: list[dict]) -> dict[str, bytes]:
     """rendered/<overlay>/... path -> bytes, for one overlay's delivered objects."""
     groups: dict[str, list[dict]] = {}
     titles: dict[str, str] = {}
+    teams = {object_meta.job_of(o): str((o.get("metadata") or {}).get("namespace") or "_cluster")
+             for o in objects if object_meta.job_of(o) and not object_meta.is_dashboard(o)}
     for obj in objects:
         meta = obj.get("metadata") or {}
-        folder = str(meta.get("namespace") or "_cluster")
         job = object_meta.job_of(obj)
+        # the team's folder is its Application's: a job's dashboard goes with it, wherever Grafana reads it
+        folder = teams.get(job) or str(meta.get("namespace") or "_cluster")
         if job:
             name, title = f"{job}.yaml", f"job {folder}/{job}"
         else:  # job names have no dots, so these never collide with a job's file
@@ -80,7 +83,8 @@ def delivered(root: Path, overlays: list[str], selection: build.Selection = buil
     if readable and selection == build.EVERYTHING and set(overlays) == set(routes):
         problems += clusters.check(root, every_job, list(routes.values()))  # what only the whole tree shows
     builds = build.build_overlays(root, overlays, selection)
-    if readable and selection == build.EVERYTHING:
+    if readable and selection == build.EVERYTHING and all(b.ok for b in builds.values()):
+        # (a failed build has no patched modelDir to compare: its own problem is the one to read)
         problems += clusters.shared_model_dirs(every_job, list(routes.values()),
                                                {name: builds[name].intents for name in overlays},
                                                lambda overlay: build.intents_as_built(root, overlay))

@@ -24,6 +24,14 @@ def job_of(obj: dict) -> str:
     return str(found.get(labels.JOB, "")) if isinstance(found, dict) else ""
 
 
+def is_dashboard(obj: dict) -> bool:
+    """A job's Grafana dashboard ConfigMap (addons/monitoring.py): the one object of a job that may live in
+    another namespace than the job (the profile's spec.monitoring.dashboards.namespace). It still belongs to
+    its job's team: it is delivered with the job's other objects, in the team's Application."""
+    job = job_of(obj)
+    return bool(job) and group_kind(obj) == ("", "ConfigMap") and metadata_of(obj).get("name") == f"{job}-dashboard"
+
+
 def describe_object(obj: dict) -> str:
     meta = metadata_of(obj)
     where = f"{meta['namespace']}/" if meta.get("namespace") else ""

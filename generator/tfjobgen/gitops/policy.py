@@ -17,6 +17,10 @@ from ..inputs.problems import InvalidInput, Problem
 from .object_meta import group_kind
 
 ARGOCD = "argocd"
+# The AppProject's annotation naming the destination namespace that is not a team's: where the profiles put
+# the jobs' Grafana dashboards (spec.monitoring.dashboards.namespace). The ApplicationSets' list generator
+# leaves it out (its selector gets this value from kustomize), so it is permitted but gets no Application.
+DASHBOARDS_ANNOTATION = "tfjobgen.dev/dashboards-namespace"
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,7 @@ class Project:
     file: str
     spec: dict
     lines: dict = field(default_factory=dict, compare=False, repr=False)  # spec field path -> line in file
+    dashboards_namespace: str = ""  # DASHBOARDS_ANNOTATION's value ("": none)
 
     def line_of(self, path: str) -> int:
         return self.lines.get(path, 0)
@@ -73,8 +78,10 @@ def projects(root: Path) -> list[Project]:
             if isinstance(data, dict) and data.get("kind") == "AppProject" and isinstance(data.get("spec"), dict):
                 lines = {key.removeprefix("spec."): line for key, line in document.lines.items()
                          if key.startswith("spec.")}
-                found.append(Project(str((data.get("metadata") or {}).get("name", "")),
-                                     path.relative_to(root).as_posix(), data["spec"], lines))
+                meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+                notes = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+                found.append(Project(str(meta.get("name", "")), path.relative_to(root).as_posix(), data["spec"],
+                                     lines, str(notes.get(DASHBOARDS_ANNOTATION) or "")))
     return [project for project in found if not named or project.name in named]
 
 

@@ -6,6 +6,7 @@ reproducible, cached outside the clone.
     catalog   the images' names, tags and references (RUNTIME, PLUGIN, PAUSE, reference())
     store     where built images live; built(name) and require(name) for code that needs one
     recipe    what goes into each image, and the input digest a built one is found by
+    dockerfile  the plugin image's recipe as argocd/plugin/Dockerfile, for a Docker engine (written from recipe)
     build     the stages (Debian base, pinned dependencies, tfjobgen's layer), each image's recipe,
               single_binary_image(); the table `make images` prints
     rootfs    root filesystems: mmdebstrap, overlay stages, mtime clamping, layer tars

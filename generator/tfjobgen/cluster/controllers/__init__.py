@@ -21,6 +21,7 @@ one context (context.py), which records its processes and, after its NAME, its p
     kueue               Kueue, admitting by quota
     argocd              Argo CD beside the cluster (`cluster up --argocd`): started after the others, only
                         when asked, with start(context, source)
+    plugin_sidecar      Argo CD's plugin server in the plugin image, under runc (`--argocd-plugin-image`)
 
 This face imports nothing; it holds the registry of the controllers every `up` considers.
 """

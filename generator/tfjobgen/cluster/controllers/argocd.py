@@ -7,7 +7,9 @@ Argo CD's own parts run as local processes of the cluster, marked like the contr
     argocd-repo-server                 clones REPO over file://, hands plugin sources to the cmp-server
     argocd-cmp-server                  the repository's argocd/plugin/plugin.yaml, read where it lies, with
                                        PATH holding only bash, python3 (this venv's) and kustomize (what the
-                                       sidecar image holds) and no network (its own network namespace)
+                                       sidecar image holds) and no network (its own network namespace);
+                                       with --argocd-plugin-image, in the tfjobgen-argocd-plugin image
+                                       itself, under runc (plugin_sidecar.py)
     argocd-application-controller      reconciles every few seconds (TIMING below)
     argocd-applicationset-controller
 
@@ -68,13 +70,14 @@ class Source:
     root: Path
     revision: str  # the branch checked out there
     mode: str = "plugin"
+    image: bool = False  # the cmp-server in the plugin image of `make images` (runc), not a local process
 
     @property
     def url(self) -> str:
         return self.root.as_uri()
 
 
-def source(repo: str, mode: str) -> Source:
+def source(repo: str, mode: str, image: bool = False) -> Source:
     """REPO (a path or a file:// URL) checked before anything starts."""
     if mode not in MODES:
         raise ArgoCDError(f"--argocd-mode {mode!r}: use one of {', '.join(MODES)}")
@@ -91,7 +94,14 @@ def source(repo: str, mode: str) -> Source:
     for needed in (f"argocd/{mode}/kustomization.yaml", "argocd/base/settings.yaml", "argocd/plugin/plugin.yaml"):
         if not (root / needed).is_file():
             raise ArgoCDError(f"--argocd {repo}: {needed} is missing (the repository's Argo CD objects)")
-    return Source(root, branch, mode)
+    if image:
+        from . import plugin_sidecar
+
+        try:
+            plugin_sidecar.image()
+        except plugin_sidecar.SidecarError as err:
+            raise ArgoCDError(str(err)) from None
+    return Source(root, branch, mode, image)
 
 
 def check(source: Source, cluster: str) -> None:
@@ -171,11 +181,21 @@ def start(context, source: Source) -> dict:
         "--metrics-port", str(repo_metrics), "--redis", redis_address, *logs],
         env={**common, "ARGOCD_BINARY_NAME": "argocd-repo-server", "TMPDIR": str(folder / "tmp-repo-server"),
              "ARGOCD_ASK_PASS_SOCK": str(folder / "ask-pass.sock")}))
-    cmp_server = context.launch(Component("argocd-cmp-server", [
-        *_without_network(), argocd, "--config-dir-path", str(source.root / "argocd" / "plugin"), *logs],
-        env={"ARGOCD_BINARY_NAME": "argocd-cmp-server", "ARGOCD_PLUGINSOCKFILEPATH": str(folder / "plugins"),
-             "PATH": str(_sidecar_path(folder / "bin")), "HOME": str(folder / "home"),
-             "TMPDIR": str(folder / "tmp-cmp-server")}))
+    if source.image:  # the sidecar container as repo-server-patch.yaml makes it, its plugin.yaml the image's
+        from . import plugin_sidecar
+
+        try:
+            sidecar = plugin_sidecar.command(folder / "sidecar", programs.program("argocd"), folder / "plugins",
+                                             (processes.MARKER, str(context.files.home)), logs)
+        except plugin_sidecar.SidecarError as err:
+            raise ArgoCDError(str(err)) from None
+        cmp_server = context.launch(Component("argocd-cmp-server", sidecar, env=plugin_sidecar.environment()))
+    else:
+        cmp_server = context.launch(Component("argocd-cmp-server", [
+            *_without_network(), argocd, "--config-dir-path", str(source.root / "argocd" / "plugin"), *logs],
+            env={"ARGOCD_BINARY_NAME": "argocd-cmp-server", "ARGOCD_PLUGINSOCKFILEPATH": str(folder / "plugins"),
+                 "PATH": str(_sidecar_path(folder / "bin")), "HOME": str(folder / "home"),
+                 "TMPDIR": str(folder / "tmp-cmp-server")}))
     controller = context.launch(Component("argocd-application-controller", [
         argocd, "--namespace", NAMESPACE, "--redis", redis_address, "--repo-server", repo_address,
         "--metrics-port", str(controller_metrics), *logs],
@@ -196,7 +216,7 @@ def start(context, source: Source) -> dict:
     context.say(f"Argo CD: {len(applications)} Application(s) in {source.mode} mode, from {source.url} "
                 f"branch {source.revision}")
     return {"mode": source.mode, "repoURL": source.url, "revision": source.revision, "namespace": NAMESPACE,
-            "applications": applications, "plugin": plugin}
+            "applications": applications, "plugin": plugin, "pluginImage": source.image}
 
 
 def _answers(port: int) -> bool:
@@ -347,6 +367,22 @@ def built_objects(source: Source, cluster: str) -> list[dict]:
     return objects
 
 
+def selected(generator: dict) -> list[dict]:
+    """A list generator's elements that its selector keeps (matchExpressions In and NotIn, matchLabels): the
+    ones the ApplicationSet controller makes Applications of. The AppProject's dashboards namespace is a
+    destination that the selector leaves out."""
+    def keeps(element: dict) -> bool:
+        selector = generator.get("selector") or {}
+        if any(str(element.get(k)) != str(v) for k, v in (selector.get("matchLabels") or {}).items()):
+            return False
+        for expression in selector.get("matchExpressions") or []:
+            inside = str(element.get(expression["key"], "")) in [str(v) for v in expression.get("values") or []]
+            if (expression["operator"] == "In" and not inside) or (expression["operator"] == "NotIn" and inside):
+                return False
+        return True
+    return [e for e in generator["list"].get("elements") or [] if keeps(e)]
+
+
 def _destination_namespaces(built: list[dict], cluster: str) -> set[str]:
     """The namespaces the AppProject lets Applications use on `cluster`."""
     return {d["namespace"] for o in built if o["kind"] == "AppProject"
@@ -361,7 +397,7 @@ def apply(objects, source: Source, cluster: str, timeout: float = 60) -> list[st
     from ...kube.api import wait_until
 
     built = built_objects(source, cluster)
-    appsets = {o["metadata"]["name"]: sum(len(g["list"]["elements"]) for g in o["spec"]["generators"] if "list" in g)
+    appsets = {o["metadata"]["name"]: sum(len(selected(g)) for g in o["spec"]["generators"] if "list" in g)
                for o in built if o["kind"] == "ApplicationSet"}
     for namespace in sorted(_destination_namespaces(built, cluster)):
         objects.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, manager=MANAGER)
