@@ -7,8 +7,8 @@
     builder     the intent under construction, its comments, rows and where each field came from
     containers  each role's training container and pod: image, command, env, resources, the rest
     policies    restartPolicy, runPolicy and Volcano's policies, and the defaults written out
-    pending     the pod fields a TrainingJob cannot hold yet (volumes, pod annotations, pull secrets,
-                per-role image and command, nodeSelector and tolerations): one function each
+    podfields   volumes and mounts, pull secrets, pod labels and annotations, nodeSelector, tolerations
+    pending     the pod fields a TrainingJob cannot hold yet (per-role image and command): one function each
     report      the rows, every source field covered, as a table or Markdown
     yamlout     the intent as YAML with its comments
     files       one file's text into jobs or located problems, each intent through tfjobgen's validation

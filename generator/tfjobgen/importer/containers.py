@@ -284,11 +284,6 @@ _CONTAINER_READ = {"image", "command", "args", "env", "envFrom", "resources", "n
 
 def _container_rest(b: Builder, replica: Replica, path: str, container: dict) -> None:
     pod, pod_path = replica.pod, replica.pod_path
-    rows = pending.volumes(pod, pod_path, container.get("volumeMounts"), f"{path}.volumeMounts")
-    rows += pending.pod_metadata(replica.pod_metadata, f"{replica.path}.template.metadata")
-    rows += pending.pull_secrets(pod, pod_path)
-    rows += pending.placement(pod, pod_path)
-    b.rows += rows
     b.row(f"{path}.name", DROPPED, "", "tfjobgen names its container tensorflow, as the operator does")
     for key in sorted(set(container) - _CONTAINER_READ - {"volumeMounts"}):
         b.row(f"{path}.{key}", *_CONTAINER_FIELDS.get(key, (DECIDE, "", "no TrainingJob field holds it")))
