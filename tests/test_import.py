@@ -131,7 +131,8 @@ def test_older_apis_and_volcano_map_to_roles():
     master = one_job("v1beta2-master.yaml")
     assert set(master.intent["spec"]["roles"]) == {"ps", "worker", "chief"}  # Master is the chief
     images = rows_by_field(master)["spec.tfReplicaSpecs.Master.template.spec.containers[0].image"]
-    assert images.outcome == report.DECIDE and "spec.roles.chief.image (missing)" in images.target
+    assert images.outcome == report.CARRIED and images.target == "spec.roles.chief.image"  # the chief's own
+    assert master.intent["spec"]["roles"]["chief"]["image"] != master.intent["spec"]["image"]
     alpha = one_job("v1alpha1-list.yaml")
     assert alpha.intent["spec"]["roles"]["worker"]["replicas"] == 2
     volcano = one_job("volcano-tensorflow-plugin.yaml")  # tasks "params" and "trainers", named by the plugin

@@ -111,17 +111,17 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
             "name": names.cluster_config(job)}, "name": CLUSTER_VOLUME})
     mounts += volumes.mounts(job, role)  # the intent's, after tfjobgen's own (volumes.check keeps them apart)
     training = {
-        "command": container.command(job),
+        "command": container.command(job, role),
         "env": environment.env(job, profile, naming, role, index),
-        "image": container.image(job, profile),
+        "image": container.image(job, profile, role),
         "imagePullPolicy": container.PULL_POLICY,
         "name": contract.CONTAINER_NAME,
         "ports": container.ports(job, profile, naming) + [container.metrics_port(profile)],
         "securityContext": container.security_context(job),
         "volumeMounts": mounts,
     }
-    if job.args:
-        training["args"] = list(job.args)
+    if container.args(job, role):
+        training["args"] = container.args(job, role)
     spec = {
         "automountServiceAccountToken": False,  # the training needs no Kubernetes API access
         "containers": [training],

@@ -35,6 +35,9 @@ class Role:
     inter_op: int | None
     env: tuple[dict, ...]
     volume_mounts: tuple[dict, ...] = ()  # this role's own, besides the job's
+    image: str | None = None  # this role's own, instead of the job's (None: the job's)
+    command: tuple[str, ...] | None = None
+    args: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,9 @@ def _role(name: str, spec: dict) -> Role:
         inter_op=threads.get("interOp"),
         env=tuple(spec.get("env", ())),
         volume_mounts=tuple(spec.get("volumeMounts", ())),
+        image=spec.get("image"),
+        command=tuple(spec["command"]) if "command" in spec else None,
+        args=tuple(spec["args"]) if "args" in spec else None,
     )
 
 
