@@ -81,7 +81,8 @@ def test_tfjobgen_judges_pod_fields_as_the_api_server_does(api_server, what, fie
     assert fields_admitted(fields, tmp_path) == server, said
 
 
-@pytest.mark.parametrize("case", ["pod-fields-native", "pod-fields-jobset", "pod-fields-tfjob"])
+@pytest.mark.parametrize("case", ["pod-fields-native", "pod-fields-jobset", "pod-fields-tfjob", "per-role-programs-native",
+                                  "per-role-programs-tfjob"])
 def test_pods_with_the_intents_fields_meet_restricted_pod_security(api_server, case):
     """Every pod a golden case with the new pod fields becomes is admitted, without a warning, where Pod Security
     "restricted" is enforced."""
