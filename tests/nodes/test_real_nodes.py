@@ -213,7 +213,8 @@ def test_the_job_reads_its_data_from_a_claim_and_checkpoints_there(cluster, tmp_
         written = sorted(p.name for p in (folder / "model").iterdir())
         assert "checkpoint" in written and any(n.startswith("ckpt-") and n.endswith(".index") for n in written), \
             written
-        assert (folder / "model" / "checkpoint").stat().st_uid == 10000  # written by the pod's user
+        user = chief["spec"]["securityContext"]["runAsUser"]
+        assert (folder / "model" / "checkpoint").stat().st_uid == user  # written by the pod's own user
     finally:
         remove_namespace(cluster, namespace)
         cluster.kubectl("delete", "persistentvolume", name, "--ignore-not-found", "--wait=true", check=False)
