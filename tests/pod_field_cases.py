@@ -3,9 +3,10 @@ tests/test_pod_fields.py; tests/cluster/test_api_server_agrees.py sends each to 
 (server-side dry run, strict field validation) and holds tfjobgen's verdict to the server's.
 
 Each case: (what it tries, the intent's spec fields, whether the API server admits what they become).
-What the server is asked is `server_objects`: a pull secret's name as the Secret it must name (a name no
-Secret can have pulls without credentials), everything else as a Pod carrying the fields as tfjobgen
-renders them, in a namespace that enforces Pod Security "restricted" (the Pod meets it but for the case's
+What the server is asked is `server_objects`: the objects the fields name (a pull secret's Secret, a
+volume's claim, ConfigMap or Secret with the keys it reads: a name or key no object can have leaves the pod
+without credentials or never started, though the server admits the pod), then a Pod carrying the fields as
+tfjobgen renders them, in a namespace that enforces Pod Security "restricted" (the Pod meets it but for the case's
 fields). Refusals that are tfjobgen's own policy, not the server's syntax (reserved keys, a
 toleration of every taint), are not here: tests/refusals holds them.
 """
@@ -89,11 +90,31 @@ CASES: list[tuple[str, dict, bool]] = [
 ]
 
 
+def named_objects(fields: dict, namespace: str) -> list[dict]:
+    """The objects a case's fields name, with the keys they read: the API server admits a pod naming a Secret,
+    claim or ConfigMap (or a ConfigMap's key) that no object could have, which then never starts; its verdict on
+    the name is its verdict on that object."""
+    def meta(name: str) -> dict:
+        return {"name": name, "namespace": namespace}
+
+    found = [{"apiVersion": "v1", "kind": "Secret", "metadata": meta(name), "type": "kubernetes.io/dockerconfigjson",
+              "data": {".dockerconfigjson": "e30="}} for name in fields.get("imagePullSecrets", [])]
+    for volume in fields.get("volumes", []):
+        if "persistentVolumeClaim" in volume:
+            found.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                          "metadata": meta(volume["persistentVolumeClaim"]["claimName"]),
+                          "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+        for kind, key in (("configMap", "name"), ("secret", "secretName")):
+            if kind in volume:
+                data = {item["key"]: "" for item in volume[kind].get("items", [])}
+                found.append({"apiVersion": "v1", "kind": "ConfigMap" if kind == "configMap" else "Secret",
+                              "metadata": meta(volume[kind][key]), "data": data})
+    return found
+
+
 def server_objects(fields: dict, namespace: str) -> list[dict]:
-    """What the API server is asked to create for a case's fields."""
-    objects = [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace},
-                "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}}
-               for name in fields.get("imagePullSecrets", [])]
+    """What the API server is asked to create for a case's fields: what they name, then a Pod carrying them."""
+    objects = named_objects(fields, namespace)
     pod_fields = {k: v for k, v in fields.items() if k != "imagePullSecrets"}
     if pod_fields or not objects:
         meta = pod_fields.get("podMetadata", {})
