@@ -76,11 +76,18 @@ def test_every_field_of_a_v1_tfjob_lands_where_the_report_says():
     ps = "spec.tfReplicaSpecs.PS.template"
     assert rows["spec.tfReplicaSpecs.Chief.template.spec.containers[0].env[1]"].outcome == report.DROPPED  # TF_CONFIG
     assert "tfjobgen owns it" in rows["spec.tfReplicaSpecs.Chief.template.spec.containers[0].env[1]"].why
-    for field, missing in ((f"{ps}.spec.volumes[0]", "spec.volumes"), (f"{ps}.spec.imagePullSecrets", "imagePullSecrets"),
-                           (f"{ps}.spec.nodeSelector", "nodeSelector"), (f"{ps}.spec.tolerations", "tolerations"),
-                           (f"{ps}.metadata.annotations.sidecar.istio.io/inject", "pod annotations"),
+    assert spec["volumes"] == [{"name": "cache", "emptyDir": {}},
+                               {"name": "data", "persistentVolumeClaim": {"claimName": "ctr-data"}}]
+    assert spec["roles"]["ps"]["volumeMounts"] == [{"name": "cache", "mountPath": "/cache"}]  # the PS's own
+    assert rows[f"{ps}.spec.volumes[0]"].outcome == report.CARRIED
+    for field, missing in ((f"{ps}.spec.nodeSelector.pool", "spec.topology.nodePools"),  # the PS's only
+                           (f"{ps}.spec.tolerations[0]", "spec.topology.nodePools"),
+                           (f"{ps}.metadata.annotations.sidecar.istio.io/inject", "spec.podMetadata.annotations"),
                            (f"{ps}.spec.containers[0].envFrom", "spec.env")):
         assert rows[field].outcome == report.DECIDE and missing in rows[field].target, rows[field]
+    # A pull secret of one role is every role's: it changes no pod but the credentials it may pull with.
+    assert spec["imagePullSecrets"] == ["registry-cred"]
+    assert rows[f"{ps}.spec.imagePullSecrets[0].name"].outcome == report.CARRIED
     for field in ("spec.runPolicy.schedulingPolicy.minAvailable", "spec.runPolicy.schedulingPolicy.queue",
                   "spec.successPolicy"):
         assert rows[field].outcome == report.DECIDE
@@ -124,7 +131,8 @@ def test_older_apis_and_volcano_map_to_roles():
     master = one_job("v1beta2-master.yaml")
     assert set(master.intent["spec"]["roles"]) == {"ps", "worker", "chief"}  # Master is the chief
     images = rows_by_field(master)["spec.tfReplicaSpecs.Master.template.spec.containers[0].image"]
-    assert images.outcome == report.DECIDE and "spec.roles.chief.image (missing)" in images.target
+    assert images.outcome == report.CARRIED and images.target == "spec.roles.chief.image"  # the chief's own
+    assert master.intent["spec"]["roles"]["chief"]["image"] != master.intent["spec"]["image"]
     alpha = one_job("v1alpha1-list.yaml")
     assert alpha.intent["spec"]["roles"]["worker"]["replicas"] == 2
     volcano = one_job("volcano-tensorflow-plugin.yaml")  # tasks "params" and "trainers", named by the plugin
@@ -249,6 +257,51 @@ def test_the_round_trip_sees_a_difference():
     additions = roundtrip.additions(job.source, objects)
     assert any(a.startswith("env TFJOBGEN_CLUSTER, TFJOBGEN_TASK_INDEX, TF_CONFIG") for a in additions)
     assert any(a.startswith("restricted security context") for a in additions)
+
+
+def test_pod_fields_every_role_shares_are_carried_and_round_trip():
+    """Pull secrets, pod labels and annotations, nodeSelector and tolerations every role's pods had alike land
+    in the job-wide fields and on every rendered pod; a role's own needs a decision; tfjobgen's keys are dropped."""
+    job = one_job("v1-pod-fields.yaml")
+    spec, rows = job.intent["spec"], rows_by_field(job)
+    assert spec["imagePullSecrets"] == ["registry-cred", "mirror-cred"]
+    assert spec["podMetadata"] == {"annotations": {"sidecar.istio.io/inject": "false"},
+                                   "labels": {"example.com/team": "ads"}}
+    assert spec["nodeSelector"] == {"example.com/zone-class": "training"}
+    assert spec["tolerations"] == [{"key": "example.com/dedicated", "operator": "Equal", "value": "training",
+                                    "effect": "NoSchedule"}]
+    assert spec["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "ctr-data", "readOnly": True}}]
+    assert spec["volumeMounts"] == [{"name": "data", "mountPath": "/data", "readOnly": True}]  # every role's
+    worker = "spec.tfReplicaSpecs.Worker.template"
+    assert rows[f"{worker}.spec.volumes[1]"].outcome == report.DROPPED  # nfs: restricted refuses it
+    assert "restricted Pod Security admits no nfs" in rows[f"{worker}.spec.volumes[1]"].why
+    assert rows[f"{worker}.spec.containers[0].volumeMounts[1]"].outcome == report.DECIDE
+    assert rows[f"{worker}.metadata.labels.tier"].outcome == report.DECIDE  # the roles' values differ
+    assert rows[f"{worker}.metadata.labels.tfjobgen.dev/role"].outcome == report.DROPPED
+    assert rows[f"{worker}.spec.nodeSelector.example.com/zone-class"].outcome == report.CARRIED
+    objects = assert_valid_and_round_trips(job)
+    pod = roundtrip.templates(objects)["ps"]
+    assert pod["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "registry-cred"}, {"name": "mirror-cred"}]
+
+
+def test_the_round_trip_sees_a_pod_field_go_missing():
+    """The pod-field comparison can fail: a rendered pod without a carried pull secret, annotation, node
+    label, mount, the volume as it was, or toleration is named."""
+    job = one_job("v1-pod-fields.yaml")
+    objects = pipeline.expand([Intent(job.intent, "j")], default_profile()).in_order()
+    template = roundtrip.templates(objects)["worker"]
+    template["spec"]["imagePullSecrets"] = []
+    template["metadata"]["annotations"].pop("sidecar.istio.io/inject")
+    template["spec"]["nodeSelector"].pop("example.com/zone-class")
+    template["spec"]["tolerations"] = []
+    template["spec"]["containers"][0]["volumeMounts"] = template["spec"]["containers"][0]["volumeMounts"][:1]
+    template["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
+    differences = roundtrip.compare(job.source, job.rows, objects)
+    assert [d.split(":")[0] for d in differences] == [
+        "worker imagePullSecrets", "worker imagePullSecrets", "worker pod annotations sidecar.istio.io/inject",
+        "worker nodeSelector example.com/zone-class", "worker volumeMounts", "worker volume data",
+        "worker tolerations"], differences
 
 
 def test_two_jobs_of_one_name_are_refused():

@@ -7,6 +7,8 @@ One machine holds one cluster with real nodes at a time, so the tests that start
 - an interrupted `cluster up` leaves nothing behind;
 - the README's job, scaled down, trains to completion on each backend, and every address of its
   TF_CONFIG resolves through the cluster's DNS to that task's pod;
+- a job reads its examples from a claim bound to a static local PersistentVolume (a folder on one node)
+  and writes its checkpoints there;
 - a Guaranteed pod's container sees its own CPU (cpuset, nproc, the runtime's thread pools); a shared one does not;
 - each kubelet runs the profile's CPU manager and Topology Manager policy and scope (read back from /configz);
 - restricted Pod Security as the runtime applies it (/proc/self/status), with no service-account token;
@@ -169,6 +171,65 @@ def _wait_complete(cluster, backend: str, namespace: str, timeout: float = 120) 
                                  for c in (o.get("status") or {}).get("conditions") or []) for o in found)
 
     cluster.wait(complete, f"every {kind} of {namespace} {condition}", timeout)
+
+
+CLAIM = "training-store"  # tests/nodes/jobs/on-a-volume.yaml's claim
+
+
+def _store(folder: Path, rows: int = 256) -> None:
+    """The folder a local PersistentVolume serves: the runtime's CSV examples (label, dense_*, id_*) in data/,
+    and room for the model; writable by the pods' user, as a volume prepared for a team would be."""
+    from tfjobgen.shared.variable_placement.reference_model import DENSE, FIELDS
+
+    (folder / "data").mkdir(parents=True)
+    header = ["label"] + [f"dense_{i}" for i in range(DENSE)] + [f"id_{i}" for i in range(FIELDS)]
+    lines = [",".join(header)] + [",".join([str(r % 2)] + [f"{(r * 7 + i) % 10 / 10:.1f}" for i in range(DENSE)]
+                                           + [str((r * 31 + i * 17) % 1000) for i in range(FIELDS)])
+                                  for r in range(rows)]
+    (folder / "data" / "train.csv").write_text("\n".join(lines) + "\n")
+    for path in (folder, folder / "data", folder / "data" / "train.csv"):
+        path.chmod(0o777 if path.is_dir() else 0o644)
+
+
+def _local_volume(name: str, folder: Path, node: str, namespace: str) -> list[dict]:
+    """A static local PersistentVolume of `folder` on `node`, and the claim bound to it in `namespace`."""
+    return [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+             "spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"},
+                      "claimRef": {"name": CLAIM, "namespace": namespace}, "local": {"path": str(folder)},
+                      "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                          {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}},
+                      "persistentVolumeReclaimPolicy": "Retain", "storageClassName": ""}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": CLAIM, "namespace": namespace},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                      "storageClassName": "", "volumeName": name}}]
+
+
+def test_the_job_reads_its_data_from_a_claim_and_checkpoints_there(cluster, tmp_path):
+    """spec.volumes on real kubelets: a claim bound to a local PersistentVolume (a folder of this machine on
+    node-000) holds the examples the runtime reads and receives the checkpoints its chief writes, under
+    restricted Pod Security; every pod mounting it runs on that node. The folder and the volume go after."""
+    namespace, name, folder = "train-volume", "tfjobgen-test-train-volume", tmp_path / "store"
+    _store(folder)
+    try:
+        cluster.restricted_namespace(namespace)
+        apply(cluster, _local_volume(name, folder, "node-000", namespace))
+        rendered = conformance.render(JOBS / "on-a-volume.yaml", PROFILE, "native", namespace)
+        apply(cluster, job_objects(rendered))
+        _wait_complete(cluster, "native", namespace, timeout=300)
+        pods = cluster.pods(namespace)
+        assert pods and {p["spec"]["nodeName"] for p in pods} == {"node-000"}  # where the volume is
+        chief = next(p for p in pods if p["metadata"]["labels"][labels.ROLE] == "chief")
+        log = cluster.kubectl("logs", "-n", namespace, chief["metadata"]["name"]).stdout
+        assert "event=finished" in log and "step=200" in log, log[-2000:]
+        written = sorted(p.name for p in (folder / "model").iterdir())
+        assert "checkpoint" in written and any(n.startswith("ckpt-") and n.endswith(".index") for n in written), \
+            written
+        user = chief["spec"]["securityContext"]["runAsUser"]
+        assert (folder / "model" / "checkpoint").stat().st_uid == user  # written by the pod's own user
+    finally:
+        remove_namespace(cluster, namespace)
+        cluster.kubectl("delete", "persistentvolume", name, "--ignore-not-found", "--wait=true", check=False)
+        subprocess.run(["rm", "-rf", str(folder)], check=False)
 
 
 @pytest.fixture(scope="class")

@@ -13,7 +13,7 @@ It reads the log directory with the job's service account and env (cloud storage
 
 from __future__ import annotations
 
-from ..concerns import container, environment, labels, metadata, names
+from ..concerns import container, environment, labels, metadata, names, podspec
 from ..concerns.jobplan import JobPlan
 from ..inputs.problems import Problem
 from ..inputs.trainingjob import TrainingJob
@@ -97,6 +97,8 @@ def objects(plan: JobPlan) -> list[dict]:
     }
     if job.service_account:
         pod_spec["serviceAccountName"] = job.service_account
+    if job.image_pull_secrets:  # it pulls the job's image
+        pod_spec["imagePullSecrets"] = podspec.pull_secrets(job)
     return [{
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -15,6 +15,9 @@ part of the JobPlan. Pure functions: no file, no clock, no cluster.
     names        object and pod names, as each backend's controller makes them (Naming)
     metadata     the intent's labels and annotations carried to every object
     pods         the pod template every backend wraps
+    podspec      what the intent adds to its pods: pull secrets, pod labels and annotations, nodeSelector
+                 and tolerations beside the profile's placement
+    volumes      the intent's volumes and mounts: restricted kinds, the API server's rules, tfjobgen's paths
     workload     the variables a job creates (spec.training, spec.model, a checkpoint)
     capacity     the nodes each topology needs, and what would stay Pending on a profile's nodes
     numa         NUMA nodes: what the kubelet's Topology Manager admits, and how many tasks a node holds

@@ -112,10 +112,17 @@ def split_reference(reference: str) -> tuple[str, str]:
     return "", reference if "/" in name else f"{DOCKER_HUB_OFFICIAL}/{reference}"
 
 
-def image(job: TrainingJob, profile: ClusterProfile) -> str:
-    """The image reference; with the profile's imageRegistry, the same repository on that mirror:
-    its registry host replaced (Docker Hub's when it names none), path, tag and digest kept."""
-    return on_mirror(job.image, profile)
+def written_image(job: TrainingJob, role: str | None = None) -> str:
+    """The image a role's tasks run as the intent writes it: the role's own, else spec.image."""
+    own = job.roles[role].image if role is not None else None
+    return own or job.image
+
+
+def image(job: TrainingJob, profile: ClusterProfile, role: str | None = None) -> str:
+    """The image reference (a role's own when it has one); with the profile's imageRegistry, the same
+    repository on that mirror: its registry host replaced (Docker Hub's when it names none), path, tag and
+    digest kept."""
+    return on_mirror(written_image(job, role), profile)
 
 
 def on_mirror(reference: str, profile: ClusterProfile) -> str:
@@ -133,15 +140,27 @@ def entry_image(profile: ClusterProfile) -> str:
 
 
 def wraps(job: TrainingJob) -> bool:
-    """True when the pods run a program of your own under the entrypoint (cluster-tools/entry)."""
+    """True when the pods run a program of your own under the entrypoint (cluster-tools/entry). A role's own
+    command needs spec.command (podspec refuses it alone), so spec.command decides for every role."""
     return job.command is not None
 
 
-def command(job: TrainingJob) -> list[str]:
-    """The runtime's command, or `entry -- <spec.command>`: the entrypoint runs the program as its child."""
-    if wraps(job):
-        return [contract.ENTRY_PROGRAM, "--", *job.command]
-    return list(contract.RUNTIME_COMMAND)
+def program(job: TrainingJob, role: str | None = None) -> list[str] | None:
+    """The program of your own a role's tasks run: the role's own command, else spec.command; None for
+    tfjobgen's runtime. A new list each time."""
+    own = job.roles[role].command if role is not None else None
+    if own is not None:
+        return list(own)
+    return list(job.command) if job.command is not None else None
+
+
+def command(job: TrainingJob, role: str | None = None) -> list[str]:
+    """The container's command: the runtime's, or `entry -- <program>`: the entrypoint runs the role's program
+    (program()) as its child."""
+    own = program(job, role)
+    if own is None:
+        return list(contract.RUNTIME_COMMAND)
+    return [contract.ENTRY_PROGRAM, "--", *own]
 
 
 ENTRY_VOLUME = "tfjobgen-entry"
@@ -158,6 +177,12 @@ def entry_init_container(job: TrainingJob, profile: ClusterProfile) -> dict:
         "securityContext": {**security_context(job), "readOnlyRootFilesystem": True},
         "volumeMounts": [{"mountPath": contract.ENTRY_DIR, "name": ENTRY_VOLUME}],
     }
+
+
+def args(job: TrainingJob, role: str | None = None) -> list[str]:
+    """The arguments after a role's command: the role's own, else spec.args."""
+    own = job.roles[role].args if role is not None else None
+    return list(own if own is not None else job.args)
 
 
 def ports(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> list[dict]:
@@ -196,7 +221,16 @@ def pod_security_context(profile: ClusterProfile) -> dict:
 
 
 def check(job: TrainingJob) -> list[Problem]:
-    return _training_ignored(job) + _check_image(job.image) + _check_strings(job) + _check_shell(job)
+    problems = _training_ignored(job) + _check_image(job.image) + _check_strings(job) + _check_shell(job)
+    for role in job.roles.values():
+        if role.image is not None:
+            problems += _check_image(role.image, at=f"spec.roles.{role.name}.image")
+        if role.command is not None and job.command is None:
+            problems.append(Problem(
+                f"the {role.name} would run its own program while the other roles run tfjobgen's runtime, whose "
+                "chief steers every task: set spec.command (the program of the roles without one), or remove "
+                "this command", f"spec.roles.{role.name}.command"))
+    return problems
 
 
 def _training_ignored(job: TrainingJob) -> list[Problem]:
@@ -210,26 +244,31 @@ def _training_ignored(job: TrainingJob) -> list[Problem]:
                     "spec.training", severity=WARNING)]
 
 
-def _check_image(reference: str, mirror: str = "") -> list[Problem]:
+def _check_image(reference: str, mirror: str = "", at: str = "spec.image") -> list[Problem]:
     wrong = image_reference.reference_problem(reference)
     if not wrong:
         return []
-    where = f" (spec.image on the profile's mirror {mirror})" if mirror else ""
-    return [Problem(f"'{reference}'{where} is not an image reference the kubelet can pull: {wrong}", "spec.image")]
+    where = f" ({at} on the profile's mirror {mirror})" if mirror else ""
+    return [Problem(f"'{reference}'{where} is not an image reference the kubelet can pull: {wrong}", at)]
 
 
 def check_image(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
-    """The reference pods really get: on the profile's mirror, it must still parse (and fit 255 characters)."""
-    mirrored = image(job, profile)
-    if mirrored == job.image or image_reference.reference_problem(job.image):  # the latter said by check
-        return []
-    return _check_image(mirrored, profile.image_registry)
+    """The references pods really get: on the profile's mirror, each must still parse (and fit 255 characters)."""
+    problems = []
+    for role, at in [(None, "spec.image")] + [(r.name, f"spec.roles.{r.name}.image") for r in job.roles.values()
+                                              if r.image is not None]:
+        written, mirrored = written_image(job, role), image(job, profile, role)
+        if mirrored != written and not image_reference.reference_problem(written):  # the latter said by check
+            problems += _check_image(mirrored, profile.image_registry, at)
+    return problems
 
 
 def _check_strings(job: TrainingJob) -> list[Problem]:
     """Every string execve gets as it is written: the command line, env values, the Hadoop paths."""
-    found = [string_problem(value, f"spec.{key}[{i}]")
-             for key, values in (("command", job.command or ()), ("args", job.args)) for i, value in enumerate(values)]
+    lines = [("spec", job.command or (), job.args)] + [(f"spec.roles.{r.name}", r.command or (), r.args or ())
+                                                       for r in job.roles.values()]
+    found = [string_problem(value, f"{at}.{key}[{i}]") for at, command_line, arguments in lines
+             for key, values in (("command", command_line), ("args", arguments)) for i, value in enumerate(values)]
     lists = [("spec.env", job.env)] + [(f"spec.roles.{role.name}.env", role.env) for role in job.roles.values()]
     found += [string_problem(entry["value"], f"{where}[{i}].value", entry["name"])
               for where, entries in lists for i, entry in enumerate(entries) if "value" in entry]
@@ -241,22 +280,34 @@ def _check_strings(job: TrainingJob) -> list[Problem]:
 
 
 def _check_shell(job: TrainingJob) -> list[Problem]:
+    """Each command line a role runs (its own command or spec.command, its own args or spec.args), said once
+    at the field that wrote its command."""
     if job.command is None:
         return []
-    words, split = shell_string(list(job.command) + list(job.args))
+    problems, seen = [], set()
+    for role in job.roles.values():
+        at = f"spec.roles.{role.name}.command" if role.command is not None else "spec.command"
+        line = (program(job, role.name), args(job, role.name))
+        if (at, str(line)) not in seen and not (at == "spec.command" and any(p.field.startswith(at) for p in problems)):
+            seen.add((at, str(line)))
+            problems += _shell_problems(*line, at)
+    return problems
+
+
+def _shell_problems(program: list[str], arguments: list[str], at: str) -> list[Problem]:
+    words, split = shell_string(program + arguments)
     if split:
         return [Problem(
             f"'{' '.join(words)}' runs its argument as a command line, split as a shell splits it; tfjobgen only "
             "runs argument lists: write the program and its arguments as list items, e.g. [python, train.py, "
-            "--steps, '100']", "spec.command")]
+            "--steps, '100']", at)]
     if words:
         return [Problem(
             f"'{' '.join(words)}' runs its argument as shell code; tfjobgen only runs argument lists: "
-            "write the program and its arguments as list items, e.g. [python, train.py, --steps, '100']",
-            "spec.command")]
-    if _SHELL_SYNTAX.search(job.command[0]):
-        split = job.command[0].split()
+            "write the program and its arguments as list items, e.g. [python, train.py, --steps, '100']", at)]
+    if _SHELL_SYNTAX.search(program[0]):
+        split = program[0].split()
         return [Problem(
-            f"'{job.command[0]}' looks like a shell command line, but it is run as one program name: "
-            f"split it into list items, e.g. {split + list(job.command[1:])}", "spec.command[0]")]
+            f"'{program[0]}' looks like a shell command line, but it is run as one program name: "
+            f"split it into list items, e.g. {split + program[1:]}", f"{at}[0]")]
     return []

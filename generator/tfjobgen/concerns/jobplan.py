@@ -26,11 +26,9 @@ from dataclasses import dataclass
 from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
 from ..shared import contract
-from . import container, environment, labels, lifecycle, names, qos, topology
+from . import container, environment, labels, lifecycle, names, podspec, qos, topology, volumes
 from .names import Naming
-
-SCRATCH_VOLUME = "scratch"
-CLUSTER_VOLUME = "cluster"
+from .volumes import CLUSTER_VOLUME, SCRATCH_VOLUME
 
 
 @dataclass(frozen=True)
@@ -105,27 +103,28 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
     place = topology.placement(job, profile, role, index or 0)
     cpu_nodes, cpu_tolerations = qos.node_selection(job, profile)
     mounts = [{"mountPath": contract.SCRATCH_DIR, "name": SCRATCH_VOLUME}]
-    volumes = [{"emptyDir": {}, "name": SCRATCH_VOLUME}]
+    own_volumes = [{"emptyDir": {}, "name": SCRATCH_VOLUME}]
     if job.uses_star_server:
         mounts.append({"mountPath": contract.ENDPOINT_MAP_DIR, "name": CLUSTER_VOLUME, "readOnly": True})
-        volumes.append({"configMap": {
+        own_volumes.append({"configMap": {
             "items": [{"key": contract.ENDPOINT_MAP_KEY, "path": contract.ENDPOINT_MAP_KEY}],
             "name": names.cluster_config(job)}, "name": CLUSTER_VOLUME})
     if container.wraps(job):  # the entrypoint, copied in by an init container; the training container only runs it
         mounts.append({"mountPath": contract.ENTRY_DIR, "name": container.ENTRY_VOLUME, "readOnly": True})
-        volumes.append({"emptyDir": {}, "name": container.ENTRY_VOLUME})
+        own_volumes.append({"emptyDir": {}, "name": container.ENTRY_VOLUME})
+    mounts += volumes.mounts(job, role)  # the intent's, after tfjobgen's own (volumes.check keeps them apart)
     training = {
-        "command": container.command(job),
+        "command": container.command(job, role),
         "env": environment.env(job, profile, naming, role, index),
-        "image": container.image(job, profile),
+        "image": container.image(job, profile, role),
         "imagePullPolicy": container.PULL_POLICY,
         "name": contract.CONTAINER_NAME,
         "ports": container.ports(job, profile, naming) + [container.metrics_port(profile)],
         "securityContext": container.security_context(job),
         "volumeMounts": mounts,
     }
-    if job.args:
-        training["args"] = list(job.args)
+    if container.args(job, role):
+        training["args"] = container.args(job, role)
     spec = {
         "automountServiceAccountToken": False,  # the training needs no Kubernetes API access
         "containers": [training],
@@ -133,7 +132,7 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
         **({"initContainers": [container.entry_init_container(job, profile)]} if container.wraps(job) else {}),
         "restartPolicy": lifecycle.RESTART_POLICY,  # a failed task gets a new pod, by the Job's rules
         "securityContext": container.pod_security_context(profile),
-        "volumes": volumes,
+        "volumes": own_volumes + volumes.pod_volumes(job, role),
     }
     if place.affinity:
         spec["affinity"] = place.affinity
@@ -141,15 +140,18 @@ def pod_template(job: TrainingJob, profile: ClusterProfile, naming: Naming, role
         spec["topologySpreadConstraints"] = list(place.topology_spread)
     if place.priority_class:
         spec["priorityClassName"] = place.priority_class
-    node_selector = {**place.node_selector, **cpu_nodes}
+    node_selector = podspec.node_selector(job, {**place.node_selector, **cpu_nodes})
     if node_selector:
         spec["nodeSelector"] = node_selector
-    tolerations = _tolerations(place.tolerations, cpu_tolerations)
+    tolerations = _tolerations(place.tolerations, cpu_tolerations, podspec.tolerations(job))
     if tolerations:
         spec["tolerations"] = tolerations
     if job.service_account:
         spec["serviceAccountName"] = job.service_account
+    if job.image_pull_secrets:
+        spec["imagePullSecrets"] = podspec.pull_secrets(job)
     qos.apply(spec, job, profile, role)
-    metadata = {"annotations": {labels.TOPOLOGY: job.topology.mode},
-                "labels": {**labels.for_task(job, role, index), **place.labels}}
+    # The intent's pod labels win over its metadata.labels; tfjobgen's own win over both (podspec refuses them).
+    metadata = {"annotations": {**podspec.annotations(job), labels.TOPOLOGY: job.topology.mode},
+                "labels": {**labels.for_task(job, role, index), **podspec.labels(job), **place.labels}}
     return {"metadata": metadata, "spec": spec}

@@ -88,9 +88,10 @@ def sizes(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> Sizes:
         name = max(strings, key=strings.get)
         if strings[name] > longest:
             longest, longest_name, longest_role = strings[name], name, role
-        if sum(strings.values()) > largest:
-            largest, largest_role = sum(strings.values()), role
-    largest += sum(len(arg.encode("utf-8", "surrogatepass")) + 1 for arg in container.command(job) + list(job.args))
+        argv = sum(len(arg.encode("utf-8", "surrogatepass")) + 1
+                   for arg in container.command(job, role) + container.args(job, role))
+        if sum(strings.values()) + argv > largest:
+            largest, largest_role = sum(strings.values()) + argv, role
     data = {contract.CLUSTER_KEY: cluster_text}
     if job.uses_star_server:
         data[contract.ENDPOINT_MAP_KEY] = environment.endpoint_map(job, profile, cluster)

@@ -17,7 +17,8 @@ from typing import Any
 
 from .. import backends
 from ..addons import monitoring, tensorboard
-from ..concerns import container, environment, gang, jobplan, labels, lifecycle, limits, names, qos, topology
+from ..concerns import (container, environment, gang, jobplan, labels, lifecycle, limits, names, podspec, qos, topology,
+                        volumes)
 from ..inputs import intents, routing, schema, source, trainingjob
 from ..inputs import profile as profile_rules
 from ..inputs.intents import Intent
@@ -219,14 +220,14 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[trainingjob.Train
                                    frozenset(intent.data["spec"]))
     backend = backends.get(job.backend)
     problems += names.check(job, backend.naming) + names.check_fully_qualified(job, profile, backend.naming)
-    for check in (labels.check, container.check):
+    for check in (labels.check, container.check, volumes.check):
         problems += check(job)
     if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
         from ..concerns import workload
 
         problems += workload.check(job)
     for check in (container.check_image, qos.check, topology.check, environment.check, lifecycle.check, tensorboard.check,
-                  backend.check):
+                  podspec.check, backend.check):
         problems += check(job, profile)
     problems += gang.check(job, profile, backend.one_object)
     if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right

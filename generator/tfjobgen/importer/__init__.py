@@ -5,10 +5,10 @@
     convert     a source into an intent, with a comment where a choice was made and a report row
                 for every field it read: the order of the steps, and the metadata
     builder     the intent under construction, its comments, rows and where each field came from
-    containers  each role's training container and pod: image, command, env, resources, the rest
+    containers  each role's training container and pod: image, command (the job's and a role's own), env,
+                resources, the rest
     policies    restartPolicy, runPolicy and Volcano's policies, and the defaults written out
-    pending     the pod fields a TrainingJob cannot hold yet (volumes, pod annotations, pull secrets,
-                per-role image and command, nodeSelector and tolerations): one function each
+    podfields   volumes and mounts, pull secrets, pod labels and annotations, nodeSelector, tolerations
     report      the rows, every source field covered, as a table or Markdown
     yamlout     the intent as YAML with its comments
     files       one file's text into jobs or located problems, each intent through tfjobgen's validation

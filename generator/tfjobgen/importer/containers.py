@@ -11,7 +11,6 @@ from ..concerns import environment
 from ..inputs import quantity
 from ..inputs.problems import field_path
 from ..shared import contract
-from . import pending
 from .builder import Builder
 from .report import CARRIED, DECIDE, DROPPED, Row
 from .sources import Refusal, Replica, Source
@@ -64,7 +63,7 @@ def argv(container: dict, where: str) -> tuple[list[str], list[str], str] | Refu
 
 
 def job_wide(b: Builder, source: Source, containers: dict[str, tuple[int, dict]]) -> None:
-    """image, command and args: one for the whole job; the worker's when roles differ (a decision)."""
+    """image, command and args: the worker's for the whole job, and a role's own where it differs."""
     paths = {role: field_path(source.replicas[role].pod_path, "containers", i) for role, (i, _) in containers.items()}
     images = {}
     for role, (_, container) in containers.items():
@@ -111,15 +110,16 @@ def _one_for_all(b: Builder, key: str, target: str, values: dict[str, Any], path
     differ = any(v != chosen for v in values.values())
     note = (rewrites or {}).get(chosen_role, "")
     if differ:
-        note = "; ".join(n for n in (note, f"the roles' {what}s differ: the worker's was taken") if n)
+        note = "; ".join(n for n in (note, f"the worker's; roles with another {what} have their own") if n)
     b.put(target, chosen, f"{paths[chosen_role]}.{key}", note)
     for role, value in values.items():
         where = f"{paths[role]}.{key}"
         if value == chosen:
             why = (rewrites or {}).get(role, "") or ("the same for every role" if len(values) > 1 else "")
             b.row(where, CARRIED, target, why)
-        else:
-            b.rows.append(pending.per_role(role, key, where, chosen_role))
+        else:  # the role's own, beside the job-wide one
+            b.carry(where, f"spec.roles.{role}.{key}", value, f"the {role}'s own {what}",
+                    (rewrites or {}).get(role, ""))
 
 
 def _env(b: Builder, replica: Replica, path: str, container: dict) -> None:
@@ -284,11 +284,6 @@ _CONTAINER_READ = {"image", "command", "args", "env", "envFrom", "resources", "n
 
 def _container_rest(b: Builder, replica: Replica, path: str, container: dict) -> None:
     pod, pod_path = replica.pod, replica.pod_path
-    rows = pending.volumes(pod, pod_path, container.get("volumeMounts"), f"{path}.volumeMounts")
-    rows += pending.pod_metadata(replica.pod_metadata, f"{replica.path}.template.metadata")
-    rows += pending.pull_secrets(pod, pod_path)
-    rows += pending.placement(pod, pod_path)
-    b.rows += rows
     b.row(f"{path}.name", DROPPED, "", "tfjobgen names its container tensorflow, as the operator does")
     for key in sorted(set(container) - _CONTAINER_READ - {"volumeMounts"}):
         b.row(f"{path}.{key}", *_CONTAINER_FIELDS.get(key, (DECIDE, "", "no TrainingJob field holds it")))
@@ -330,6 +325,7 @@ def _container_rest(b: Builder, replica: Replica, path: str, container: dict) ->
 
 
 _OWN = "tfjobgen sets it"
+RESTRICTED = "restricted Pod Security refuses it, and tfjobgen's pods are restricted"
 _CONTAINER_FIELDS = {
     "imagePullPolicy": (DROPPED, "", "tfjobgen pulls Always (a tag may move); pin a digest for a fixed image"),
     "ports": (DROPPED, "", "tfjobgen names its own ports (the profile's, 2222 by default) and TF_CONFIG lists them"),
@@ -343,8 +339,8 @@ _CONTAINER_FIELDS = {
     "stdin": (DROPPED, "", "tasks read no input"), "tty": (DROPPED, "", "tasks read no input"),
 }
 _POD_FIELDS = {
-    "hostNetwork": (DROPPED, "", pending.RESTRICTED), "hostIPC": (DROPPED, "", pending.RESTRICTED),
-    "hostPID": (DROPPED, "", pending.RESTRICTED),
+    "hostNetwork": (DROPPED, "", RESTRICTED), "hostIPC": (DROPPED, "", RESTRICTED),
+    "hostPID": (DROPPED, "", RESTRICTED),
     "securityContext": (DROPPED, "", "tfjobgen writes the restricted pod security context (user 10000)"),
     "hostAliases": (DECIDE, "", "a TrainingJob has no hostAliases: resolve the name through cluster DNS"),
     "nodeName": (DROPPED, "", "pins a pod to one node: tfjobgen places pods by the topology and the profile's pools"),

@@ -12,7 +12,7 @@ and the metadata.
 from __future__ import annotations
 
 from ..inputs.problems import field_path
-from . import containers, policies
+from . import containers, podfields, policies
 from .builder import API_VERSION, KIND, Builder, Imported
 from .report import CARRIED, DECIDE, DROPPED
 from .sources import Refusal, Source, main_container
@@ -40,6 +40,7 @@ def convert(source: Source, namespace: str | None = None) -> Imported | list[Ref
     if b.refusals:
         return b.refusals
     containers.job_wide(b, source, mains)  # and, per role, its env, resources and the rest of its pod
+    podfields.carry(b, source, mains)  # volumes, pull secrets, pod labels and annotations, node selection
     policies.failure_policy(b, source)
     policies.job_policies(b, source)
     for key in sorted(set(source.data) - {"apiVersion", "kind", "metadata", "spec"}):

@@ -2,7 +2,9 @@
 
 For each role, the rendered pod's training container is compared field by field with the source
 replica's: the image, the command and args (as import's argument lists read them), CPU, memory and
-GPUs, and every env entry the source set (but those tfjobgen owns). A field the report says needs a
+GPUs, every env entry the source set (but those tfjobgen owns), and the pod's mounts and their volumes,
+pull secrets, labels and annotations, nodeSelector and tolerations (each of the source's must be on the
+rendered pod, as it was). A field the report says needs a
 decision was not carried, so it is not compared: the report names it. What tfjobgen adds of its own
 (TF_CONFIG, thread counts, the security context, placement, ports) is listed, for the report to name.
 Pure: a Source and rendered objects in, differences and additions out.
@@ -18,15 +20,20 @@ from .report import CARRIED, Row
 from .sources import Refusal, Source, main_container
 
 
-def pods(objects: list[dict]) -> dict[str, dict]:
-    """The pod spec of each role's tasks, from rendered objects of any backend."""
+def templates(objects: list[dict]) -> dict[str, dict]:
+    """The pod template (metadata and spec) of each role's tasks, from rendered objects of any backend."""
     found = {}
     for obj in objects:
         for template in _templates(obj):
             role = (template.get("metadata") or {}).get("labels", {}).get("tfjobgen.dev/role")
             if role and role not in found:
-                found[role] = template.get("spec") or {}
+                found[role] = template
     return found
+
+
+def pods(objects: list[dict]) -> dict[str, dict]:
+    """The pod spec of each role's tasks, from rendered objects of any backend."""
+    return {role: template.get("spec") or {} for role, template in templates(objects).items()}
 
 
 def _templates(obj: dict):
@@ -53,6 +60,9 @@ def compare(source: Source, rows: list[Row], objects: list[dict]) -> list[str]:
     carried = {r.field for r in rows if r.outcome == CARRIED}
     rendered = pods(objects)
     differences = []
+    for role, template in templates(objects).items():
+        if role in source.replicas:
+            differences += _pod_fields(role, source.replicas[role], template, carried)
     for role, replica in source.replicas.items():
         found = main_container(replica)
         if isinstance(found, Refusal) or role not in rendered:
@@ -106,6 +116,52 @@ def compare(source: Source, rows: list[Row], objects: list[dict]) -> list[str]:
                             if e.get("name") == name and field_path(f"{path}.env", i) in carried), None)
             if written and (env.get(name) or {}).get("value") != str(written.get("value")):
                 differ(f"env {name}", written.get("value"), (env.get(name) or {}).get("value"))
+    return differences
+
+
+def _pod_fields(role: str, replica, template: dict, carried: set[str]) -> list[str]:
+    """The carried pod fields a rendered pod lacks: mounts and their volumes, pull secrets, pod labels and
+    annotations, nodeSelector, tolerations (tfjobgen adds its own beside them, so each of the source's must
+    be there, as it was)."""
+    pod, ours, meta = replica.pod, template.get("spec") or {}, template.get("metadata") or {}
+    differences = []
+    names = [s.get("name") for s in ours.get("imagePullSecrets") or []]
+    for i, entry in enumerate(pod.get("imagePullSecrets") or []):
+        if field_path(replica.pod_path, "imagePullSecrets", i, "name") in carried and entry.get("name") not in names:
+            differences.append(f"{role} imagePullSecrets: the source pulled with {entry.get('name')!r}, "
+                               f"tfjobgen renders {names!r}")
+    for kind in ("labels", "annotations"):
+        for key, value in ((replica.pod_metadata or {}).get(kind) or {}).items():
+            if field_path(replica.path, "template", "metadata", kind, key) in carried and \
+                    (meta.get(kind) or {}).get(key) != str(value):
+                differences.append(f"{role} pod {kind} {key}: the source had {value!r}, tfjobgen renders "
+                                   f"{(meta.get(kind) or {}).get(key)!r}")
+    for key, value in (pod.get("nodeSelector") or {}).items():
+        if field_path(replica.pod_path, "nodeSelector", key) in carried and \
+                (ours.get("nodeSelector") or {}).get(key) != str(value):
+            differences.append(f"{role} nodeSelector {key}: the source had {value!r}, tfjobgen renders "
+                               f"{(ours.get('nodeSelector') or {}).get(key)!r}")
+    found = main_container(replica)
+    if not isinstance(found, Refusal):
+        index, container = found
+        path = field_path(replica.pod_path, "containers", index)
+        mine = _training(ours)
+        rendered_volumes = {v.get("name"): v for v in ours.get("volumes") or []}
+        source_volumes = {v.get("name"): v for v in pod.get("volumes") or []}
+        for i, mount in enumerate(container.get("volumeMounts") or []):
+            if field_path(f"{path}.volumeMounts", i) not in carried:
+                continue
+            want = {k: v for k, v in mount.items() if not (k == "readOnly" and v is False)}
+            if want not in (mine.get("volumeMounts") or []):
+                differences.append(f"{role} volumeMounts: the source mounted {want!r}, tfjobgen's pods do not")
+            name = mount.get("name")
+            if rendered_volumes.get(name) != source_volumes.get(name):
+                differences.append(f"{role} volume {name}: the source had {source_volumes.get(name)!r}, tfjobgen "
+                                   f"renders {rendered_volumes.get(name)!r}")
+    for i, toleration in enumerate(pod.get("tolerations") or []):
+        if field_path(replica.pod_path, "tolerations", i) in carried and \
+                toleration not in (ours.get("tolerations") or []):
+            differences.append(f"{role} tolerations: the source tolerated {toleration!r}, tfjobgen's pods do not")
     return differences
 
 

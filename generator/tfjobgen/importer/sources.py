@@ -239,7 +239,9 @@ _JOB_SHAPES = (("metadata", _MAPPING), ("metadata.labels", _MAPPING), ("metadata
                ("spec.runPolicy", _MAPPING), ("spec.runPolicy.schedulingPolicy", _MAPPING))
 _REPLICA_SHAPES = (("template", _MAPPING), ("template.metadata", _MAPPING), ("template.metadata.labels", _MAPPING),
                    ("template.metadata.annotations", _MAPPING), ("template.spec", _MAPPING),
-                   ("template.spec.volumes", _LIST), ("template.spec.initContainers", _LIST))
+                   ("template.spec.volumes", _LIST), ("template.spec.initContainers", _LIST),
+                   ("template.spec.imagePullSecrets", _LIST), ("template.spec.nodeSelector", _MAPPING),
+                   ("template.spec.tolerations", _LIST))
 _CONTAINER_SHAPES = (("env", _LIST), ("envFrom", _LIST), ("resources", _MAPPING), ("resources.requests", _MAPPING),
                      ("resources.limits", _MAPPING), ("volumeMounts", _LIST))
 _OF = {_MAPPING: dict, _LIST: list, _TEXT: str}
@@ -268,10 +270,14 @@ def _shapes(data: dict, replicas) -> Refusal | None:
             for j, entry in enumerate(env if isinstance(env, list) else []):
                 if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
                     return Refusal(f"{where}.env[{j}]", "an env entry is a mapping with a name (text)")
+            mounts = container.get("volumeMounts")
+            for j, entry in enumerate(mounts if isinstance(mounts, list) else []):
+                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                    return Refusal(f"{where}.volumeMounts[{j}]", "a volume mount is a mapping with a name (text)")
         volumes = replica.pod.get("volumes")
         for j, volume in enumerate(volumes if isinstance(volumes, list) else []):
-            if not isinstance(volume, dict):
-                return Refusal(f"{replica.pod_path}.volumes[{j}]", f"a volume is a mapping, not {what_value(volume)}")
+            if not isinstance(volume, dict) or not isinstance(volume.get("name"), str):
+                return Refusal(f"{replica.pod_path}.volumes[{j}]", "a volume is a mapping with a name (text)")
     for shown, shape, holder, key in checks:
         found, value = _at(holder, key)
         if found and value is not None and not isinstance(value, _OF[shape]):

@@ -7,7 +7,7 @@ and its default live in schemas/trainingjob.schema.json.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -34,6 +34,10 @@ class Role:
     intra_op: int | None  # explicit thread-pool sizes, None = derive from CPUs
     inter_op: int | None
     env: tuple[dict, ...]
+    volume_mounts: tuple[dict, ...] = ()  # this role's own, besides the job's
+    image: str | None = None  # this role's own, instead of the job's (None: the job's)
+    command: tuple[str, ...] | None = None
+    args: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,13 @@ class TrainingJob:
     tensorboard: bool = False  # spec.tensorboard.enabled
     tensorboard_log_dir: str | None = None  # spec.tensorboard.logDir (None: the runtime's modelDir)
     written: frozenset[str] = frozenset()  # the spec fields the intent wrote itself (before the schema's defaults)
+    image_pull_secrets: tuple[str, ...] = ()  # Secret names
+    pod_labels: dict[str, str] = field(default_factory=dict)  # spec.podMetadata: the training pods' only
+    pod_annotations: dict[str, str] = field(default_factory=dict)
+    node_selector: dict[str, str] = field(default_factory=dict)  # added to the profile's
+    tolerations: tuple[dict, ...] = ()  # added to the profile's
+    volumes: tuple[dict, ...] = ()  # spec.volumes, as written
+    volume_mounts: tuple[dict, ...] = ()  # every role's mounts (Role.volume_mounts: a role's own)
 
     @property
     def uses_star_server(self) -> bool:
@@ -144,6 +155,10 @@ def _role(name: str, spec: dict) -> Role:
         intra_op=threads.get("intraOp"),
         inter_op=threads.get("interOp"),
         env=tuple(spec.get("env", ())),
+        volume_mounts=tuple(spec.get("volumeMounts", ())),
+        image=spec.get("image"),
+        command=tuple(spec["command"]) if "command" in spec else None,
+        args=tuple(spec["args"]) if "args" in spec else None,
     )
 
 
@@ -209,4 +224,11 @@ def training_job(document: dict, written: frozenset[str] = frozenset()) -> Train
         tensorboard=spec["tensorboard"]["enabled"],
         tensorboard_log_dir=spec["tensorboard"].get("logDir"),
         written=written,
+        image_pull_secrets=tuple(spec["imagePullSecrets"]),
+        pod_labels=dict(spec["podMetadata"]["labels"]),
+        pod_annotations=dict(spec["podMetadata"]["annotations"]),
+        node_selector=dict(spec["nodeSelector"]),
+        tolerations=tuple(spec["tolerations"]),
+        volumes=tuple(spec["volumes"]),
+        volume_mounts=tuple(spec["volumeMounts"]),
     )
