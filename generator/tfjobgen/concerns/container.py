@@ -113,12 +113,16 @@ def split_reference(reference: str) -> tuple[str, str]:
 
 
 def image(job: TrainingJob, profile: ClusterProfile) -> str:
-    """The image reference; with the profile's imageRegistry, the same repository on that mirror:
-    its registry host replaced (Docker Hub's when it names none), path, tag and digest kept."""
+    """The image reference; with the profile's imageRegistry (host[:port][/prefix]), the same repository on that
+    mirror: its registry host replaced (Docker Hub's when it names none), path, tag and digest kept, under the
+    mirror's prefix unless the path already starts with that prefix's folders (ml/x on harbor/ml: harbor/ml/x,
+    not harbor/ml/ml/x)."""
     mirror = profile.image_registry
     if not mirror or job.image.startswith(mirror + "/"):
         return job.image
-    return f"{mirror}/{split_reference(job.image)[1]}"
+    host, _, prefix = mirror.partition("/")
+    path = split_reference(job.image)[1]
+    return f"{host}/{path}" if prefix and path.startswith(prefix + "/") else f"{mirror}/{path}"
 
 
 def command(job: TrainingJob) -> list[str]:
