@@ -66,7 +66,7 @@ def cmd_validate(args) -> int:
         # What only all the jobs together show (a cluster left without jobs, a destination no job uses) is
         # checked when the paths are the whole of jobs/.
         whole = {Path(p).resolve() for p in args.paths} == {(repository / tree.JOBS).resolve()}
-        problems += clusters.validate(repository, found, overlays, whole=whole)
+        problems += clusters.validate(repository, found, overlays, whole=whole, projects=True)
         problems += clusters.check(repository, jobs, overlays) if whole else clusters.check_jobs(jobs, overlays)
         against = f"against the profile of each cluster it runs on: {', '.join(c.overlay for c in overlays)}"
     else:
