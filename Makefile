@@ -18,8 +18,8 @@ OVERLAYS := $(patsubst overlays/%/kustomization.yaml,%,$(wildcard overlays/*/kus
 EXTRAS := runtime,test,cluster
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing tfjobgen, its training runtime (tensorflow-cpu) and test tools into $(VENV) ..."
-	@$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[$(EXTRAS)]'
+	@echo "installing tfjobgen, its training runtime (tensorflow-cpu) and test tools into $(VENV) (minutes, once) ..."
+	@$(BIN)/pip install --progress-bar on --disable-pip-version-check -c constraints.txt -e '.[$(EXTRAS)]'
 	@# The wheels of the generator's own dependencies, kept: tests/test_dist.py installs tfjobgen's wheel into a
 	@# fresh venv with pip --no-index from them, offline (pip's cache is no index).
 	@$(BIN)/pip download --quiet --disable-pip-version-check --only-binary=:all: -c constraints.txt -d $(VENV)/wheelhouse \

@@ -69,6 +69,7 @@ def test_the_wheel_carries_what_an_installed_tfjobgen_reads(dist):
         assert f"tfjobgen/schemas/{schema.name}" in modes
     assert modes["tfjobgen/plugins/tfjobgen.dev/v1alpha1/clusterprofile/ClusterProfile"] & 0o111, "executable"
     assert "tfjobgen/cluster-tools/versions.yaml" in modes and "tfjobgen/cluster/plane/kwok.yaml" in modes
+    assert "tfjobgen/docs/priority-classes.yaml" in modes, "cluster up creates them, installed or not"
     assert not [n for n in modes if n.startswith(("jobs/", "tests/", "docs/", "rendered/"))]
     def name(requirement: str) -> str:
         return re.split(r"[<>=;\s\[]", requirement)[0].lower()
@@ -177,10 +178,40 @@ def test_every_make_target_the_docs_name_exists():
 
 def test_no_page_or_message_tells_anyone_to_pip_install_a_package_pypi_does_not_have():
     bare = re.compile(r"""pip install ['"]?tfjobgen(\[[\w,]*\])?['"]?(?!\S*\s*@|-)""")
-    pages = [*DOCS, PLUGIN, REPO / "generator" / "tfjobgen" / "cli.py"]
+    pages = [*DOCS, PLUGIN, *sorted((REPO / "generator" / "tfjobgen").rglob("*.py"))]  # every module's messages
     found = [f"{p.relative_to(REPO)}:{n}" for p in pages for n, line in enumerate(p.read_text().splitlines(), 1)
              if bare.search(line)]
     assert not found, f"`pip install tfjobgen` finds nothing on PyPI; name the wheel or a pinned tag: {found}"
     readme = (REPO / "README.md").read_text()
     assert "make dist" in readme and re.search(r"tfjobgen @ git\+https://\S+@v\d", readme)
     assert "tfjobgen plugin-home" in readme
+
+
+def test_an_extras_install_is_said_in_one_place_and_names_what_really_installs():
+    """The messages that need an extra (the cluster client, matplotlib, TensorFlow) take it from one home."""
+    from tfjobgen.shared import install
+
+    said = install.extra("cluster")
+    assert "tfjobgen[cluster] @ " in said and "make dist" in said and "git+https://" in said, said
+    homes = [p.relative_to(REPO).as_posix() for p in sorted((REPO / "generator" / "tfjobgen").rglob("*.py"))
+             if "tfjobgen[" in p.read_text()]
+    assert homes == ["generator/tfjobgen/shared/install.py"], homes
+
+
+def test_cluster_up_reads_the_priority_classes_the_package_carries():
+    """An installed `cluster up` has no repository to read docs/ from: the wheel carries the file (force-include),
+    found as every other packaged file is."""
+    from tfjobgen.cluster import control
+    from tfjobgen.shared import package_data
+
+    assert str(control.PRIORITY_CLASSES_FILE) == package_data.find(control.PRIORITY_CLASSES)
+    included = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert included["force-include"][control.PRIORITY_CLASSES] == f"tfjobgen/{control.PRIORITY_CLASSES}"
+
+
+def test_the_venv_rule_says_what_it_is_doing_while_pip_runs():
+    """`make demo` on a fresh clone spends minutes in pip: its progress shows, not three silent minutes."""
+    makefile = (REPO / "Makefile").read_text()
+    rule = makefile[makefile.index("$(VENV)/.installed:"):makefile.index("\nvenv:")]
+    installs = [line for line in rule.splitlines() if "pip install" in line]
+    assert installs and not [line for line in installs if "--quiet" in line], installs

@@ -65,3 +65,15 @@ def test_every_link_to_a_section_of_a_page_finds_it():
             if not target.exists() or link.group(2) not in _anchors(target):
                 broken.append(f"{page.relative_to(REPO)}: {link.group(0)}")
     assert not broken, "links to a heading no page has (a section moved or renamed?):\n" + "\n".join(broken)
+
+
+def test_no_page_calls_a_backend_that_ships_planned():
+    """The jobset and tfjob backends ship (generator/tfjobgen/backends/): nothing calls them planned or later."""
+    backends = {p.stem for p in (REPO / "generator" / "tfjobgen" / "backends").glob("*.py")}
+    assert {"jobset", "tfjob"} <= backends
+    stale = re.compile(r"planned backends?|planned (TFJob|JobSet)|backends? (will|to come)|later backends", re.I)
+    pages = [REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "argocd").rglob("*.yaml"),
+             *(REPO / "argocd").rglob("*.md"), *(REPO / "tests").rglob("*.py")]
+    found = [f"{p.relative_to(REPO)}:{n}" for p in pages for n, line in enumerate(p.read_text().splitlines(), 1)
+             if stale.search(line) and p.name != "test_docs.py"]
+    assert not found, found

@@ -159,3 +159,17 @@ def test_capacity_is_what_pods_get_after_the_reserved_cpus(tmp_path):
     assert proc.returncode == 1
     assert "spec.roles.ps: one ps (80 CPU, 8Gi) does not fit on a node (79 CPU, 256Gi in profile 'seed-80c')" \
         in proc.stderr
+
+
+def test_a_warning_about_the_embedded_profile_says_it_is_the_embedded_one(capsys):
+    """run-local (and validate, render, plan) of a repository job without --profile use the embedded default: its
+    CPU-manager warning named "profile 'default'" as if the user had written one. It says where the value is from."""
+    from tfjobgen import cli
+    from tfjobgen.local import run
+
+    args = cli._parser().parse_args(["run-local", str(SAMPLE / "jobs" / "wide-deep.yaml")])  # qos cpuset
+    run.prepare(args)
+    [line] = [line for line in capsys.readouterr().err.splitlines() if "CPU-manager nodes" in line]
+    assert line.startswith("ClusterProfile default: warning: spec.cpuManager.nodeSelector: the embedded default "
+                           "profile (no --profile was given) names no CPU-manager nodes"), line
+    assert "profile 'default'" not in line and "--profile FILE" in line, line

@@ -371,3 +371,58 @@ def test_a_stopped_component_is_said_in_one_line_with_its_log(tmp_path, log, sai
 
     (tmp_path / "etcd.log").write_text(log)
     assert processes.why_stopped(tmp_path / "etcd.log") == said
+
+
+def test_a_file_over_the_file_size_limit_is_named_with_the_limit(tmp_path):
+    """Python ignores SIGXFSZ, so a write past RLIMIT_FSIZE (ulimit -f) is EFBIG: said as the limit it is."""
+    import subprocess
+
+    script = ("import resource, sys\n"
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+              "from tfjobgen.kit import files\n"
+              "try:\n"
+              "    files.write_file(sys.argv[1], 'x' * 10000)\n"
+              "except files.WriteFailed as failed:\n"
+              "    print(failed)\n")
+    target = tmp_path / "report.md"
+    proc = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])})
+    assert proc.stdout.strip() == (f"cannot write {target}: larger than this process may write "
+                                   "(its file-size limit, ulimit -f, is 4096 bytes)"), proc.stdout + proc.stderr
+    assert not target.exists() and not list(tmp_path.iterdir()), "nothing half-written"
+
+
+def test_a_write_error_that_names_no_file_is_not_blamed_on_standard_output(tmp_path, monkeypatch):
+    """An error without a file name (a library's own write) said "cannot write standard output" whatever failed:
+    only a standard output that still refuses to be written is blamed."""
+    from tfjobgen.expand import pipeline
+
+    def too_large(*args, **kwargs):
+        raise OSError(errno.EFBIG, "File too large")
+
+    (tmp_path / "job.yaml").write_text(GOOD)
+    monkeypatch.setattr(pipeline, "expand", too_large)
+    code, out, err = run("validate", "job.yaml", cwd=tmp_path)
+    assert code == 1 and out == "" and "standard output" not in err, err
+    assert err.startswith("tfjobgen: cannot write a file (the system did not say which): larger than ") and \
+        len(err.splitlines()) == 1, err
+
+
+def test_standard_output_cut_short_by_the_file_size_limit_is_an_error_not_a_success(tmp_path):
+    """Past RLIMIT_FSIZE Python's buffered stdout keeps the bytes that fit and drops the rest without an error:
+    `render > file` exited 0 with half the objects. A regular file that grew less than was written is said."""
+    import resource
+    import subprocess
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    (tmp_path / "job.yaml").write_text(GOOD)
+    with open(tmp_path / "out.yaml", "w") as out:
+        proc = subprocess.run([sys.executable, "-m", "tfjobgen", "render", "job.yaml"], stdout=out,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=60, preexec_fn=limited,
+                              env={**os.environ, "PYTHONPATH": str(Path(cli.__file__).parents[1])})
+    assert (tmp_path / "out.yaml").stat().st_size == 4096, "the limit cut it"
+    assert proc.returncode == 1 and proc.stderr.splitlines()[-1] == (
+        "tfjobgen: cannot write standard output: larger than this process may write (its file-size limit, "
+        "ulimit -f, is 4096 bytes)"), proc.stderr

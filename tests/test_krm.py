@@ -286,6 +286,62 @@ def test_kpt_shows_the_file_and_line_of_an_error(tmp_path):
     assert f"job.yaml:{line}: spec.roles.worker.replica: unknown field 'replica'" in proc.stderr, proc.stderr
 
 
+# ---- path annotations are input: nothing outside the tree is read or blamed -----------------------
+
+def _annotated_intent(path: str, key: str = "config.kubernetes.io/path") -> dict:
+    bad = _intent(**{"spec.roles.worker.cpu": "300m"})
+    bad["metadata"]["annotations"] = {key: path}
+    return bad
+
+
+@pytest.mark.parametrize("key", ["config.kubernetes.io/path", "internal.config.kubernetes.io/path",
+                                 "config.k8s.io/path"])
+@pytest.mark.parametrize("named", ["absolute", "dot-dot", "link"])
+def test_a_path_annotation_outside_the_tree_is_neither_read_nor_blamed(tmp_path, key, named):
+    """The job's own file sits outside the folder the function runs in: an annotation may name it (absolute,
+    through .., through a link inside the folder), but a function reads only the tree it was given."""
+    outside = tmp_path / "outside" / "job.yaml"
+    outside.parent.mkdir()
+    outside.write_text(JOB.replace("cpu: 2, memory: 8Gi", "cpu: 300m, memory: 8Gi"))
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "link.yaml").symlink_to(outside)
+    path = {"absolute": str(outside), "dot-dot": "../outside/job.yaml", "link": "link.yaml"}[named]
+    stderr = io.StringIO()
+    output, code = krm.run_resource_list(_resource_list(_annotated_intent(path, key)), str(root), stderr=stderr)
+    results = load_yaml_stream(output)[0]["results"]
+    [error] = [r for r in results if r["severity"] == "error"]
+    assert code == 1 and "qos cpuset needs whole CPUs" in error["message"]
+    assert "tags" not in error, "a line found in a file outside the tree"
+    assert error.get("file", {}).get("path", "link.yaml") == "link.yaml", error
+    assert "outside/job.yaml:" not in stderr.getvalue() and f"{outside}:" not in stderr.getvalue()
+    warned = [r for r in results if r["severity"] == "warning" and r.get("field") == {"path": "metadata.annotations"}]
+    assert len(warned) == (named != "link") and len(stderr.getvalue().splitlines()) == len(results) + 1
+    if warned:
+        assert f"{key} names " in warned[0]["message"] and "outside the folder this function was run in" in \
+            warned[0]["message"]
+
+
+def test_an_error_names_the_file_its_line_came_from_not_the_annotations(tmp_path):
+    """The walk of the overlay finds the job in jobs/wide-deep.yaml: its line is of that file, and so is the file
+    the error names, whatever file (outside the tree or in it) an annotation names."""
+    for path in ("/etc/passwd", "jobs/scene1-case1.yaml"):
+        stderr = io.StringIO()
+        output, code = krm.run_resource_list(_resource_list(_annotated_intent(path)), str(SAMPLE / "overlays" / "seed-80c"),
+                                             stderr=stderr)
+        [error] = [r for r in load_yaml_stream(output)[0]["results"] if r["severity"] == "error"]
+        line = next(n for n, text in enumerate(JOB.splitlines(), 1) if "worker: {" in text)
+        assert code == 1 and error["file"]["path"] == "jobs/wide-deep.yaml" and error["tags"] == {"line": str(line)}
+        assert f"jobs/wide-deep.yaml:{line}: spec.roles.worker.cpu" in stderr.getvalue()
+        assert "/etc/passwd:" not in stderr.getvalue()
+
+
+def test_an_absolute_path_annotation_inside_the_tree_is_named_relative_to_it(tmp_path):
+    assert krm.inside(str(tmp_path / "team" / "jobs.yaml"), str(tmp_path)) == "team/jobs.yaml"
+    assert krm.inside("team/../jobs.yaml", str(tmp_path)) == "jobs.yaml"
+    assert [krm.inside(p, str(tmp_path)) for p in ("..", "../x.yaml", "/etc/shadow", "", "a/../../b")] == [""] * 5
+
+
 # ---- blame: a value an overlay patched is reported at the patch ------------------------------------
 
 PATCHES = """\

@@ -9,6 +9,7 @@ problem, `file:line: field: message`, never a traceback, nothing half-written):
         cluster-profile.yaml   optional: passed as --profile
         args                   optional: the command line after `tfjobgen` (default: validate job.yaml,
                                with --profile cluster-profile.yaml when the case has one)
+        stdin                  optional: the command's standard input (the KRM function's objects)
         expected.txt           lines, or fragments of lines, that stderr must contain, one per line
         exit-code              the exit code
 
@@ -49,7 +50,7 @@ def expected_of(case: Path) -> tuple[int, list[str]]:
 
 def prepared(case: Path, into: Path) -> Path:
     """A copy of the case's inputs in `into`, compressed inputs written out."""
-    shutil.copytree(case, into, ignore=shutil.ignore_patterns("expected.txt", "exit-code", "args"))
+    shutil.copytree(case, into, ignore=shutil.ignore_patterns("expected.txt", "exit-code", "args", "stdin"))
     for packed in into.rglob("*.gz"):
         packed.with_suffix("").write_bytes(gzip.decompress(packed.read_bytes()))
         packed.unlink()
@@ -61,7 +62,8 @@ def test_refused_in_one_clear_line(name, tmp_path):
     case = CASES / name
     code, fragments = expected_of(case)
     assert fragments, f"{case}/expected.txt says nothing stderr must contain"
-    proc = run_tfjobgen(*args_of(case), cwd=prepared(case, tmp_path / name))
+    stdin = (case / "stdin").read_text() if (case / "stdin").is_file() else None
+    proc = run_tfjobgen(*args_of(case), stdin=stdin, cwd=prepared(case, tmp_path / name))
     assert proc.returncode == code, proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     assert proc.stdout == "", "nothing half-written"
@@ -75,5 +77,5 @@ def test_every_case_is_complete():
         case = CASES / name
         assert (case / "expected.txt").is_file() and (case / "exit-code").is_file(), f"{case}: incomplete"
         assert int((case / "exit-code").read_text()) != 0, f"{case}: a refusal exits non-zero"
-        inputs = {p.name for p in case.iterdir()} - {"expected.txt", "exit-code", "args"}
+        inputs = {p.name for p in case.iterdir()} - {"expected.txt", "exit-code", "args"}  # stdin is input
         assert inputs, f"{case}: no input"

@@ -132,6 +132,17 @@ def test_colocated_without_a_ps_priority_class_is_a_warning(tmp_path):
     [warning] = problems_of(text, tmp_path, profile=plain)
     assert warning.severity == "warning" and warning.field == "spec.topology.mode"
     assert "spec.priorityClasses.ps" in warning.message and "profile 'plain'" in warning.message
-    with_classes = _profile(tmp_path, "  priorityClasses: {ps: tfjobgen-ps}\n", name="classes")
-    assert problems_of(text, tmp_path, profile=with_classes) == []
     assert problems_of(text, tmp_path) == [], "the embedded default profile describes no cluster: no warning"
+
+
+def test_colocated_on_a_shared_profile_without_the_schedulers_groups_is_a_warning_priority_classes_or_not(tmp_path):
+    """docs/schedulers.md measured it: with a PS PriorityClass, colocated by affinity still broke beside other
+    jobs (PS preempted workers that were recreated and bound first); only the scheduler's groups kept them whole."""
+    text = open(JOBS / "scene1-case2.yaml").read()
+    with_classes = _profile(tmp_path, "  priorityClasses: {ps: tfjobgen-ps, worker: tfjobgen-worker}\n", name="classes")
+    [warning] = problems_of(text, tmp_path, profile=with_classes)
+    assert warning.severity == "warning" and warning.field == "spec.topology.mode"
+    assert "colocatedGroups: scheduler" in warning.message and "volcano and kubernetes" in warning.message
+    assert "profile 'classes'" in warning.message and "docs/schedulers.md" in warning.message
+    grouped = _profile(tmp_path, "  gang: {scheduler: volcano, colocatedGroups: scheduler}\n", name="grouped")
+    assert [p for p in problems_of(text, tmp_path, profile=grouped) if p.field == "spec.topology.mode"] == []

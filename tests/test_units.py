@@ -93,6 +93,26 @@ def test_an_image_registry_is_a_mirror_of_every_image(image, mirrored):
     assert container.image(job, pipeline.load_profile(None)) == image, "no imageRegistry: as written"
 
 
+@pytest.mark.parametrize("registry, image, mirrored", [
+    # the mirror's path prefix is a folder of the mirror: a repository path already under it is not put under it twice
+    ("harbor.corp.example/ml", "registry.example.com/ml/tfjobgen-runtime:0.1.0", "harbor.corp.example/ml/tfjobgen-runtime:0.1.0"),
+    ("harbor.corp.example:8443/ml/cache", "registry.example.com/ml/cache/x:1", "harbor.corp.example:8443/ml/cache/x:1"),
+    ("harbor.corp.example/ml", "ml/x:1", "harbor.corp.example/ml/x:1"),
+    # a whole folder, not the first letters of one; and elsewhere the repository path goes under the prefix
+    ("harbor.corp.example/ml", "registry.example.com/mlops/x:1", "harbor.corp.example/ml/mlops/x:1"),
+    ("harbor.corp.example/ml", "registry.example.com/team/ml/x:1", "harbor.corp.example/ml/team/ml/x:1"),
+    ("harbor.corp.example/library", "ubuntu", "harbor.corp.example/library/ubuntu"),
+])
+def test_a_mirror_path_prefix_the_image_already_has_is_not_doubled(registry, image, mirrored):
+    import dataclasses
+
+    from tfjobgen.concerns import container
+    from tfjobgen.inputs.profile import default_profile
+
+    job = type("Job", (), {"image": image})()
+    assert container.image(job, dataclasses.replace(default_profile(), image_registry=registry)) == mirrored
+
+
 # ---- labels and annotations as the API server judges them ------------------------------------
 
 @pytest.mark.parametrize("key, valid", [

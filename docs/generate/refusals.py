@@ -22,7 +22,7 @@ def _command(case: Path) -> str:
     else:
         args = ["validate", "job.yaml"] + (["--profile", "cluster-profile.yaml"]
                                            if (case / "cluster-profile.yaml").is_file() else [])
-    return "tfjobgen " + " ".join(args)
+    return "tfjobgen " + " ".join(args) + (" < stdin" if (case / "stdin").is_file() else "")
 
 
 def _cell(text: str) -> str:

@@ -66,7 +66,7 @@ def cmd_validate(args) -> int:
         # What only all the jobs together show (a cluster left without jobs, a destination no job uses) is
         # checked when the paths are the whole of jobs/.
         whole = {Path(p).resolve() for p in args.paths} == {(repository / tree.JOBS).resolve()}
-        problems += clusters.validate(repository, found, overlays, whole=whole)
+        problems += clusters.validate(repository, found, overlays, whole=whole, projects=True)
         problems += clusters.check(repository, jobs, overlays) if whole else clusters.check_jobs(jobs, overlays)
         against = f"against the profile of each cluster it runs on: {', '.join(c.overlay for c in overlays)}"
     else:
@@ -218,9 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     from .kit import owned
 
     owned.unwind_on_sigterm()  # a killed command still stops its clusters, tasks and containers
+    stdout, sys.stdout = sys.stdout, _StandardOutput(sys.stdout)
     try:
         code = args.run(args)
         sys.stdout.flush()  # a full disk or a closed pipe is met here, not at exit
+        if isinstance(sys.stdout, _StandardOutput):  # a command may have redirected it, and put it back
+            sys.stdout.check_complete()
         return code
     except InvalidInput as err:
         _print_problems(err.problems)
@@ -234,16 +237,86 @@ def main(argv: list[str] | None = None) -> int:
         return 143
     except KeyboardInterrupt:
         return 130
-    except OSError as err:
-        if err.errno not in _CANNOT_WRITE or err.filename is not None:
-            return _internal_error(err)
+    except StandardOutputFailed as err:
         from .kit.files import why
 
         _drop_stdout()
         print(f"tfjobgen: cannot write standard output: {why(err)}", file=sys.stderr)
         return EXIT_INVALID
+    except OSError as err:
+        if err.errno not in _CANNOT_WRITE or err.filename is not None:
+            return _internal_error(err)
+        from .kit.files import why
+
+        # A library's write to a file of its own that it did not name (tarfile, shutil): not standard output.
+        print(f"tfjobgen: cannot write a file (the system did not say which): {why(err)}", file=sys.stderr)
+        return EXIT_INVALID
     except Exception as err:
         return _internal_error(err)
+    finally:
+        sys.stdout = stdout
+
+
+class StandardOutputFailed(OSError):
+    """A write to standard output failed: a full disk, a file-size limit (not a closed pipe: BrokenPipeError)."""
+
+
+class _StandardOutput:
+    """sys.stdout as the commands write to it, whose failures say they are standard output's: an OSError without
+    a file name may come from any file a library writes."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._written = 0  # bytes handed to a regular file, whose growth check_complete compares
+        self._start = _file_offset(stream)
+
+    def write(self, text: str) -> int:
+        try:
+            count = self._stream.write(text)
+        except OSError as err:
+            raise _said(err) from None
+        if self._start is not None:
+            self._written += len(text.encode(self._stream.encoding or "utf-8", self._stream.errors or "strict"))
+        return count
+
+    def check_complete(self) -> None:
+        """Past its file-size limit (RLIMIT_FSIZE) Python's buffered stdout drops what does not fit without an
+        error: a regular file that grew less than was written to it is standard output failing."""
+        end = _file_offset(self._stream)
+        if self._start is not None and end is not None and end - self._start < self._written:
+            raise StandardOutputFailed(errno.EFBIG, os.strerror(errno.EFBIG))
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as err:
+            raise _said(err) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _file_offset(stream) -> int | None:
+    """Where writes to `stream` land in the regular file it is (its size when it appends), None for anything else."""
+    import stat
+
+    try:
+        fd = stream.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.fstat(fd).st_size if _appends(fd) else os.lseek(fd, 0, os.SEEK_CUR)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+
+
+def _appends(fd: int) -> bool:
+    import fcntl
+
+    return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND)
+
+
+def _said(err: OSError) -> OSError:
+    return StandardOutputFailed(err.errno, err.strerror) if err.errno in _CANNOT_WRITE else err
 
 
 def _internal_error(err: Exception) -> int:

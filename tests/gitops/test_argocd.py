@@ -219,7 +219,7 @@ def test_the_health_patch_is_a_configmap_patch_for_argocd_cm():
 
 @pytest.mark.slow  # loads the upstream CRDs
 def test_custom_resources_are_validated_against_their_crd(schemas):
-    """What `tfjobgen diff --crds` does for the planned backends' kinds: a misplaced field is an error
+    """What `tfjobgen diff --crds` does for the jobset and tfjob backends' kinds: a misplaced field is an error
     (kubeflow/trainer#1241: cleanPodPolicy under spec instead of spec.runPolicy did nothing, silently)."""
     tfjob = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "wide-deep"},
              "spec": {"runPolicy": {"cleanPodPolicy": "Running"},

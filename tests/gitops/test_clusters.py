@@ -250,3 +250,25 @@ def test_diff_gives_the_same_answer_for_a_teams_last_job(repo, capsys):
     assert expected in proc.stderr.splitlines()
     assert git(repo, "status", "--porcelain") != ""  # the deletion is still there: diff changed nothing
 
+
+
+def test_validate_says_what_the_appproject_would_refuse_to_sync_at_the_field_that_makes_it(repo, capsys):
+    """`diff` asked the AppProject about every object of a build; `validate`, which expands each job for every
+    cluster it runs on already, did not: a TensorBoard (a Deployment) where the project permits no Deployment."""
+    kinds = "".join(f"  - {{group: '{group}', kind: {kind}}}\n" for group, kind in (
+        ("", "ConfigMap"), ("", "Service"), ("batch", "Job"), ("networking.k8s.io", "NetworkPolicy")))
+    project = repo / "argocd" / "base" / "project.yaml"
+    project.write_text(project.read_text() + "  namespaceResourceWhitelist:\n" + kinds)
+    path = write_job(repo, "board", "ranking", extra="  clusters: [big]\n  tensorboard: {enabled: true}\n"
+                                                      "  training:\n    modelDir: gs://team/ckpt/board\n")
+    line = path.read_text().splitlines().index("  tensorboard: {enabled: true}") + 1
+    code, output = run("validate", "jobs/", capsys=capsys)
+    assert code == 1, output
+    [said] = [text for text in output.splitlines() if "Deployment" in text]
+    assert said.startswith(f"jobs/board.yaml:{line}: spec.tensorboard: AppProject tfjobgen does not permit kind "
+                           "Deployment (group 'apps')"), said
+    assert "Argo CD would refuse to sync cluster big" in said and "ranking/board-tensorboard" in said
+    assert run("validate", "jobs/board.yaml", capsys=capsys)[0] == 1, "one job's file: the same answer"
+    project.write_text(project.read_text() + "  - {group: apps, kind: Deployment}\n")
+    code, output = run("validate", "jobs/", capsys=capsys)
+    assert code == 0 and "Deployment" not in output, output

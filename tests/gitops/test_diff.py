@@ -7,6 +7,7 @@ CI does. Nothing touches this repository's git state.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -183,6 +184,30 @@ def test_a_report_that_cannot_be_written_says_where_and_why(repo, output, why):
     proc = tfjobgen(repo, "diff", "main", "--no-place", "-o", output)
     assert proc.returncode == 2 and f"tfjobgen diff: {why}" in proc.stderr, proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_file_size_limit_names_the_file_it_stopped_not_standard_output(repo, tmp_path):
+    """Under RLIMIT_FSIZE (ulimit -f) diff's first write over the limit is its copy of the base revision's files,
+    long before the report: the error names that file and the limit, and stdout, never written, is not blamed."""
+    import resource
+    import subprocess
+    import sys
+
+    from conftest import REPO
+    from gitops_support import PYTHON_BIN
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "generator"), "PATH": PYTHON_BIN + os.pathsep + os.environ["PATH"]}
+    proc = subprocess.run([sys.executable, "-m", "tfjobgen", "diff", "main", "--no-place", "-o",
+                           str(tmp_path / "report.md")], capture_output=True, text=True, cwd=repo, env=env,
+                          timeout=300, preexec_fn=limited)
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert "standard output" not in line and line.startswith("tfjobgen diff: cannot write "), line
+    assert "tfjobgen-base-" in line and "the base revision" in line and "file-size limit" in line, line
+    assert "2048 bytes" in line and not (tmp_path / "report.md").exists()
 
 
 def test_an_unknown_base_revision_says_how_to_fetch_it(repo):

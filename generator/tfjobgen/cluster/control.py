@@ -26,6 +26,7 @@ from ..expand import pipeline
 from ..inputs.problems import InvalidInput
 from ..inputs.profile import ClusterProfile
 from ..kube import api
+from ..shared import package_data
 from . import home, processes, shape
 from .context import Context
 from .controllers import argocd
@@ -37,7 +38,9 @@ from .plane import components, pki, release
 CORE_PROGRAMS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
 # The control plane's ports, by the purposes state.json names them with.
 PLANE_PORTS = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-PRIORITY_CLASSES_FILE = programs.REPO / "docs" / "priority-classes.yaml"
+# The PriorityClasses a profile may name, as the docs define them: the wheel carries the file (pyproject.toml).
+PRIORITY_CLASSES = "docs/priority-classes.yaml"
+PRIORITY_CLASSES_FILE = Path(package_data.find(PRIORITY_CLASSES))
 START_TIMEOUT = 60.0
 
 

@@ -119,17 +119,21 @@ def written_image(job: TrainingJob, role: str | None = None) -> str:
 
 
 def image(job: TrainingJob, profile: ClusterProfile, role: str | None = None) -> str:
-    """The image reference (a role's own when it has one); with the profile's imageRegistry, the same
-    repository on that mirror: its registry host replaced (Docker Hub's when it names none), path, tag and
-    digest kept."""
+    """The image reference a role's tasks pull (a role's own when it has one), moved to the profile's
+    imageRegistry (on_mirror)."""
     return on_mirror(written_image(job, role), profile)
 
 
 def on_mirror(reference: str, profile: ClusterProfile) -> str:
+    """With the profile's imageRegistry (host[:port][/prefix]), the same repository on that mirror: its registry
+    host replaced (Docker Hub's when it names none), path, tag and digest kept, under the mirror's prefix unless
+    the path already starts with that prefix's folders (ml/x on harbor/ml: harbor/ml/x, not harbor/ml/ml/x)."""
     mirror = profile.image_registry
     if not mirror or reference.startswith(mirror + "/"):
         return reference
-    return f"{mirror}/{split_reference(reference)[1]}"
+    host, _, prefix = mirror.partition("/")
+    path = split_reference(reference)[1]
+    return f"{host}/{path}" if prefix and path.startswith(prefix + "/") else f"{mirror}/{path}"
 
 
 def entry_image(profile: ClusterProfile) -> str:

@@ -8,6 +8,7 @@ from ..inputs.trainingjob import TrainingJob
 
 OUR_PREFIX = "tfjobgen.dev/"  # every label under it is tfjobgen's own
 JOB = "tfjobgen.dev/job"
+COMPONENT = "app.kubernetes.io/component"  # which part of a job an object is: a role, or an add-on named as its field
 ROLE = "tfjobgen.dev/role"
 INDEX = "tfjobgen.dev/index"
 # colocated: the PS a pod belongs with (PS g and workers g*k .. g*k+k-1, k = workersPerServer).
@@ -26,7 +27,7 @@ def _own(job: TrainingJob, component: str) -> dict[str, str]:
     return {
         "app.kubernetes.io/name": "tfjobgen-trainingjob",
         "app.kubernetes.io/instance": job.name,
-        "app.kubernetes.io/component": component,
+        COMPONENT: component,
         "app.kubernetes.io/managed-by": "tfjobgen",
         JOB: job.name,
     }

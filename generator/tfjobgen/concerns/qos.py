@@ -130,6 +130,12 @@ def check_profile_for(profile: ClusterProfile, jobs: list[TrainingJob]) -> list[
     if not any(job.qos == "cpuset" for job in jobs):
         return []
     if not profile.cpu_manager_selector:
+        if profile.embedded:  # nobody wrote this profile: say whose it is, and where the setting belongs
+            return [Problem(
+                "the embedded default profile (no --profile was given) names no CPU-manager nodes, so on a cluster "
+                "qos cpuset pods may land on nodes without the static CPU manager policy and share cores: give "
+                "--profile FILE, your cluster's profile, with its cpuManager.nodeSelector",
+                "spec.cpuManager.nodeSelector", severity=WARNING)]
         return [Problem(
             f"profile '{profile.name}' names no CPU-manager nodes, so qos cpuset pods may land on nodes without "
             "the static CPU manager policy and share cores: set cpuManager.nodeSelector (kubernetes.io/os: linux "

@@ -206,14 +206,24 @@ def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
 
 
 def _relies_on_profile(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:
-    """Warnings where a topology needs something the profile does not give (a real profile's only)."""
-    if (profile.embedded or job.topology.mode != "colocated" or "ps" in profile.priority_classes
-            or groups_by_scheduler(job, profile)):
+    """Warnings where a topology needs something the profile does not give (a real profile's only: a cluster
+    shared with other jobs). Colocated by affinity is not kept beside other jobs, PriorityClasses or not
+    (docs/schedulers.md, measured on the real scheduler): only a gang scheduler that keeps groups keeps it."""
+    if profile.embedded or job.topology.mode != "colocated" or groups_by_scheduler(job, profile):
         return []
+    keeping = gang_schedulers.named(row for row in gang_schedulers.SCHEDULERS.values() if row.keeps_groups)
+    instead = (f"set spec.gang.colocatedGroups: scheduler in profile '{profile.name}' with a gang scheduler that keeps "
+               f"groups ({keeping}), or run the job on a cluster of its own")
+    if "ps" not in profile.priority_classes:
+        return [Problem(
+            "on a cluster shared with other jobs a colocated PS can wait indefinitely for a server free of their "
+            f"pods: name a PS PriorityClass in profile '{profile.name}' (spec.priorityClasses.ps) so it preempts "
+            f"workers in its way, or better, {instead}", "spec.topology.mode", severity=WARNING)]
     return [Problem(
-        "on a cluster shared with other jobs a colocated PS can wait indefinitely for a server free of their "
-        f"pods: name a PS PriorityClass in profile '{profile.name}' (spec.priorityClasses.ps) so it preempts "
-        "workers in its way", "spec.topology.mode", severity=WARNING)]
+        "on a cluster shared with other jobs a PS PriorityClass does not keep colocated groups whole: the PS "
+        "preempts other jobs' workers, their controllers recreate them, and they may be bound first, leaving groups "
+        f"unplaced (measured on the real kube-scheduler, docs/schedulers.md): {instead}",
+        "spec.topology.mode", severity=WARNING)]
 
 
 def _pool_note(job: TrainingJob, profile: ClusterProfile, role: str) -> str:

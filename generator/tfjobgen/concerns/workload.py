@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..inputs import trainingjob
 from ..inputs.problems import Problem
+from ..shared import install
 from ..shared.variable_placement import reference_model
 from ..shared.variable_placement.round_robin import Variable, reference_variables
 
@@ -126,7 +127,7 @@ def from_checkpoint(path: str, job: trainingjob.TrainingJob) -> Workload:
         import tensorflow as tf
     except ImportError:
         raise PlanError(f"{path}: reading a checkpoint needs TensorFlow, which is not installed for this Python: "
-                        "pip install 'tfjobgen[runtime]', or declare the variables in spec.model") from None
+                        f"declare the variables in spec.model, or {install.extra('runtime')}") from None
     prefix = checkpoint_prefix(path)
     try:
         reader = tf.train.load_checkpoint(prefix)

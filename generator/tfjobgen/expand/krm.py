@@ -29,27 +29,61 @@ import sys
 from ..concerns import labels
 from ..inputs import intents, source
 from ..inputs.intents import Intent
-from ..inputs.problems import ERROR, InvalidInput, Problem, has_errors, visible
+from ..inputs.problems import ERROR, WARNING, InvalidInput, Problem, has_errors, visible
 from ..inputs.profile import KIND as PROFILE_KIND
 from ..inputs.profile import ClusterProfile
 from . import emit, pipeline
 
 _DOC_SPLIT = re.compile(r"^---[ \t]*$\n?", re.MULTILINE)
-_PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
-_INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index")
+# config.k8s.io/* are kyaml's legacy names; kustomize hands a user's config.kubernetes.io/path on under it.
+_PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path", "config.k8s.io/path")
+_INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index", "config.k8s.io/index")
 
 
-def _annotated(item: dict) -> tuple[str, int | None]:
-    """The file an orchestrator says an item came from (kpt: relative to the package) and its index there."""
+def _path_annotation(item: dict) -> tuple[str, str]:
+    """(the annotation's key, its value) of the first path annotation an item carries; ("", "") for none."""
     meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
     annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
-    path = next((str(annotations[k]) for k in _PATH_ANNOTATIONS if k in annotations), "")
-    index = next((str(annotations[k]) for k in _INDEX_ANNOTATIONS if k in annotations), "")
+    return next(((k, str(annotations[k])) for k in _PATH_ANNOTATIONS if k in annotations), ("", ""))
+
+
+def _annotated(item: dict, root: str) -> tuple[str, int | None]:
+    """The file an orchestrator says an item came from (kpt: relative to the package), relative to root, and its
+    index there. The annotation is input like any other field: a path outside root is not ours to read or to
+    name in an error, so it gives "" (the index too)."""
+    path = inside(_path_annotation(item)[1], root)
+    meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    index = next((str(annotations[k]) for k in _INDEX_ANNOTATIONS if k in annotations), "") if path else ""
     return path, int(index) if index.isdigit() else None
 
 
-def _intent(item: dict) -> Intent:
-    return Intent(item, file=_annotated(item)[0])
+def inside(path: str, root: str) -> str:
+    """`path` (relative to root, or absolute) as a normalised path relative to root when it lies inside root;
+    "" when it does not. Text only: the file is neither opened nor resolved (locate checks links when it reads)."""
+    if not path or "\0" in path:
+        return ""
+    relative = os.path.relpath(os.path.normpath(path), os.path.abspath(root)) if os.path.isabs(path) \
+        else os.path.normpath(path)
+    return "" if relative in (".", "..") or relative.startswith(("../", "/")) else relative
+
+
+def _outside(items: list, root: str) -> list[Problem]:
+    """One warning per intent whose path annotation names a file outside root: not read, not blamed."""
+    problems = []
+    for item in items:
+        key, path = _path_annotation(item)
+        if path and not inside(path, root):
+            shown = path if len(path) <= 60 else path[:57] + "..."
+            problems.append(Problem(
+                f"{key} names {shown!r}, outside the folder this function was run in: tfjobgen neither reads that "
+                "file nor names it in errors (give a path relative to the kpt package, or none)",
+                "metadata.annotations", severity=WARNING, ref=intents.ref_of(item)))
+    return problems
+
+
+def _intent(item: dict, root: str) -> Intent:
+    return Intent(item, file=_annotated(item, root)[0])
 
 
 def _with_sources(found: list[Intent], root: str) -> list[Intent]:
@@ -70,10 +104,10 @@ def _with_sources(found: list[Intent], root: str) -> list[Intent]:
                     if source_of is not None:
                         break
         if source_of is None and intent.file:  # kpt: no kustomization, a file named relative to the package
-            source_of = locate.find_annotated(root, intent.file, _annotated(intent.data)[1], ref)
+            source_of = locate.find_annotated(root, intent.file, _annotated(intent.data, root)[1], ref)
         if source_of and intent.document is None:
-            file, document = source_of
-            intent = Intent(intent.data, intent.file or file, document)
+            file, document = source_of  # the line is of this file: so is the name the error gives
+            intent = Intent(intent.data, file, document)
         placed.append(intent)
     return placed
 
@@ -106,9 +140,15 @@ def _generated(item) -> bool:
 
 
 def expand_items(items: list, profile, root: str) -> tuple[list, list[Problem]]:
-    """Replace each intent among `items` by its objects; everything else passes through untouched."""
+    """Replace each intent among `items` by its objects; everything else passes through untouched.
+    `root` is the tree the function was given (kustomize's or kpt's working folder): it reads no file outside it."""
+    result, problems = _expanded(items, profile, root)
+    return result, _outside([item for item in items if intents.is_intent(item)], root) + problems
+
+
+def _expanded(items: list, profile, root: str) -> tuple[list, list[Problem]]:
     every = [i for i, item in enumerate(items) if intents.is_intent(item)]
-    written = [_intent(items[i]) for i in every]
+    written = [_intent(items[i], root) for i in every]
     # Intents of other clusters (inputs/routing.py) leave the build: this cluster neither checks nor runs them.
     found, wrong = pipeline.for_cluster(written, profile)
     if wrong:  # placed at the files the user wrote, as every error is below
@@ -227,7 +267,7 @@ def run_resource_list(text: str, root: str, stderr=None) -> tuple[str, int]:
         output["functionConfig"] = config
     if problems:
         indexes = {(path, intents.ref_of(item)): index for item in items if isinstance(item, dict)
-                   for path, index in [_annotated(item)] if path and index is not None}
+                   for path, index in [_annotated(item, root)] if path and index is not None}
         output["results"] = [_result(p, indexes) for p in problems]
     return emit.to_yaml([output]), 1 if has_errors(problems) else 0
 

@@ -84,13 +84,16 @@ def find_annotated(root: str, path: str, index: int | None, ref,
                    limit: int = 2000) -> tuple[str, source.Document] | None:
     """The document of `ref` in the file an orchestrator's path annotation names. kpt names files relative to
     the package it runs on and runs the function in its own working folder (root): the package is root or a
-    folder under it, so `path` is looked for under each folder (hidden ones skipped), nearest first."""
+    folder under it, so `path` is looked for under each folder (hidden ones skipped), nearest first. `path` is
+    relative and inside root (krm.inside); a file it reaches through a link out of root is not read."""
+    top = os.path.realpath(root)
     folders, seen = [os.path.abspath(root)], 0
     while folders and seen < limit:
         folder = folders.pop(0)
         seen += 1
         candidate = os.path.join(folder, path)
-        if os.path.isfile(candidate):
+        # `path` comes from the input: read it only where it really is inside root, a link followed included.
+        if os.path.isfile(candidate) and os.path.commonpath([top, os.path.realpath(candidate)]) == top:
             documents = _documents(candidate)
             chosen = [documents[index]] if index is not None and index < len(documents) else documents
             for document in chosen:

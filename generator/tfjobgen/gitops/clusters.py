@@ -23,9 +23,11 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..concerns import labels
 from ..inputs import intents, routing, source
 from ..inputs.problems import InvalidInput, Problem
 from . import policy, tree
+from .object_meta import group_kind
 
 
 @dataclass(frozen=True)
@@ -275,13 +277,16 @@ def shared_model_dirs(jobs: list[tree.JobFile], found: list[Cluster], built: dic
 
 
 def validate(root: Path, found: list[intents.Intent], overlays: list[Cluster], whole: bool = True,
-             name_clusters: bool = True) -> list[Problem]:
+             name_clusters: bool = True, projects: bool = False) -> list[Problem]:
     """Every job checked against the profile of each cluster it runs on, as each cluster's build checks it (but
     as written: an overlay's patches are applied by the build). A problem only some of a job's clusters have
     names them (`name_clusters`), so a job that fits one cluster and not another says which. With `whole`
-    (`found` is all of jobs/), a cluster left with no job is refused as its build would refuse it."""
+    (`found` is all of jobs/), a cluster left with no job is refused as its build would refuse it. With
+    `projects`, what a job makes that the AppProject would not sync there is said at the job (`refused_kinds`;
+    `diff` asks policy.check of the whole build instead)."""
     from ..expand import pipeline
 
+    every_project = policy.projects(root) if projects else []
     clusters_of: dict[str, list[str]] = {}  # problem identity -> the clusters that report it
     first: dict[str, Problem] = {}
     runs: dict[tuple[str, str], list[str]] = {}  # job (file, name) -> the clusters it runs on
@@ -297,7 +302,9 @@ def validate(root: Path, found: list[intents.Intent], overlays: list[Cluster], w
             for intent in mine:
                 runs.setdefault((intent.file, intent.name), []).append(cluster.overlay)
             if mine:
-                found_problems += pipeline.expand(mine, profile).problems
+                expansion = pipeline.expand(mine, profile)
+                found_problems += expansion.problems
+                found_problems += refused_kinds(every_project, cluster.overlay, mine, expansion.objects)
             elif whole and not profile.allow_no_jobs:
                 found_problems.append(dataclasses.replace(
                     pipeline.no_jobs(0, len(found), profile.name), file=cluster.profile_file))
@@ -315,3 +322,32 @@ def validate(root: Path, found: list[intents.Intent], overlays: list[Cluster], w
         result.append(problem)
     return result
 
+
+
+def refused_kinds(projects: list[policy.Project], cluster: str, jobs: list[intents.Intent],
+                  objects: list[list[dict]]) -> list[Problem]:
+    """Per job, each kind it makes (`objects`: each job's) that an AppProject sending Argo CD to `cluster` does not
+    permit, at the field that asks for it: spec.<component> when the object's app.kubernetes.io/component is a
+    field of the job (spec.tensorboard), else the job as a whole."""
+    problems = []
+    for project in (p for p in projects if p.destinations(cluster)):  # no destination at all: check says so
+        for intent, made in zip(jobs, objects):
+            said = set()
+            for obj in made:
+                scope = policy.refuses(project, obj)
+                group, kind = group_kind(obj)
+                if not scope or (group, kind) in said:
+                    continue
+                said.add((group, kind))
+                meta = obj.get("metadata") or {}
+                component = str((meta.get("labels") or {}).get(labels.COMPONENT, ""))
+                spec = intent.data.get("spec") if isinstance(intent.data.get("spec"), dict) else {}
+                field = f"spec.{component}" if component and component in spec else ""
+                turn_off = f"or turn {field} off for this cluster (a patch in its overlay)" if field else \
+                    "or run the job elsewhere"
+                problems.append(intent.locate(Problem(
+                    f"AppProject {project.name} does not permit kind {kind} (group '{group}') in its {scope} "
+                    f"({project.file}), so Argo CD would refuse to sync cluster {cluster}: this job makes {kind} "
+                    f"{meta.get('namespace', '')}/{meta.get('name', '')}. Add {{group: {group or chr(34) * 2}, "
+                    f"kind: {kind}}} to the project's {scope}, {turn_off}", field)))
+    return problems

@@ -114,11 +114,12 @@ def _build(args) -> int:
 def _diff(args) -> int:
     from pathlib import Path
 
+    from ..kit import files
     from . import build, diff, tree
 
     try:
         return diff.run(Path.cwd(), args.base, args.output, args.crds, place=args.place)
-    except (build.ToolMissing, tree.GitError) as err:
+    except (build.ToolMissing, tree.GitError, files.WriteFailed) as err:  # the last: a scratch copy's file
         print(f"tfjobgen diff: {err}", file=sys.stderr)
         return 2
 

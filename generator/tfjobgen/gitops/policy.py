@@ -85,6 +85,15 @@ def projects(root: Path) -> list[Project]:
     return [project for project in found if not named or project.name in named]
 
 
+def refuses(project: Project, obj: dict) -> str:
+    """The whitelist of the project that leaves out `obj`'s kind, "" when Argo CD may sync it."""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    namespaced = bool(meta.get("namespace"))
+    if project.permits_kind(*group_kind(obj), namespaced):
+        return ""
+    return "namespaceResourceWhitelist" if namespaced else "clusterResourceWhitelist"
+
+
 def check(project: Project, cluster: str, objects: list[dict]) -> list[Problem]:
     """Objects of one cluster's build that the project would refuse to sync."""
     patterns = project.destinations(cluster)
@@ -102,9 +111,9 @@ def check(project: Project, cluster: str, objects: list[dict]) -> list[Problem]:
                 f"namespace {namespace} is not a destination of AppProject {project.name} on cluster '{cluster}' "
                 f"(it permits {', '.join(sorted(patterns))}), so Argo CD would refuse to sync it: add "
                 f"{{name: {cluster}, namespace: {namespace}}} to its destinations", file=project.file))
-        if not project.permits_kind(group, kind, bool(namespace)) and (group, kind) not in reported:
+        scope = refuses(project, obj)
+        if scope and (group, kind) not in reported:
             reported.add((group, kind))
-            scope = "namespaceResourceWhitelist" if namespace else "clusterResourceWhitelist"
             problems.append(Problem(
                 f"AppProject {project.name} does not permit kind {kind} (group '{group}') in its {scope}, so Argo "
                 f"CD would refuse to sync {cluster}", file=project.file))

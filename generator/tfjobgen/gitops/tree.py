@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..inputs import intents, routing
 from ..inputs.problems import Problem
+from ..kit import files
 
 JOBS, OVERLAYS, RENDERED = "jobs", "overlays", "rendered"
 # What a build needs from a commit (everything else, rendered/ included, is not read).
@@ -143,14 +144,21 @@ def extract_commit(root: Path, commit: str, destination: Path) -> None:
     if archive.returncode != 0:
         raise GitError(f"git archive {commit} failed: {archive.stderr.decode().strip()}")
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(destination, filter="data")
-        else:  # Python before 3.11.4: refuse anything that would land outside destination
-            for member in tar.getmembers():
+        members = tar.getmembers()
+        if not hasattr(tarfile, "data_filter"):  # Python before 3.11.4: refuse anything that would land outside
+            for member in members:
                 target = (destination / member.name).resolve()
                 if not str(target).startswith(str(destination.resolve())) or member.issym() or member.islnk():
                     raise GitError(f"refusing to extract {member.name} from {commit}")
-            tar.extractall(destination)  # noqa: S202 - members checked above
+        for member in members:  # one at a time: tarfile's errors do not say which file they stopped at
+            try:
+                if hasattr(tarfile, "data_filter"):
+                    tar.extract(member, destination, filter="data")
+                else:
+                    tar.extract(member, destination)  # noqa: S202 - members checked above
+            except OSError as err:
+                raise files.WriteFailed(f"{destination / member.name} (the base revision's files, copied to build "
+                                        "them)", files.why(err, str(destination / member.name))) from None
 
 
 def find_root(start: Path) -> Path | None:

@@ -39,7 +39,20 @@ def why(err: OSError, path: str = "") -> str:
         errno.EDQUOT: "disk quota exceeded",
         errno.EEXIST: "a file of that name is in the way",
     }
+    if err.errno == errno.EFBIG:
+        return _too_large()
     return reasons.get(err.errno, (err.strerror or str(err)).lower())
+
+
+def _too_large() -> str:
+    """EFBIG: the process's file-size limit (RLIMIT_FSIZE; Python ignores its SIGXFSZ) or, without one, the file
+    system's largest file."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit == resource.RLIM_INFINITY:
+        return "larger than the file system takes"
+    return f"larger than this process may write (its file-size limit, ulimit -f, is {limit} bytes)"
 
 
 def check(path: str) -> None:

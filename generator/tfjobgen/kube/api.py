@@ -22,7 +22,9 @@ def connect(kubeconfig: str | None = None, context: str | None = None, retries: 
     try:
         from kubernetes import client, config
     except ImportError:
-        raise ClusterUnreachable("the Kubernetes client is not installed: pip install 'tfjobgen[cluster]'") from None
+        from ..shared import install
+
+        raise ClusterUnreachable(f"the Kubernetes client is not installed: {install.extra('cluster')}") from None
     files = _check_kubeconfig(kubeconfig)
     _check_references(files, context)
     try:

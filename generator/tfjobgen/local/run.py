@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from .. import backends
 from ..expand import pipeline
 from ..kit import files, owned
-from ..shared import contract
+from ..shared import contract, install
 from . import machine, scrape, shape, summary, tasks
 from .progress import Progress
 from .shape import LocalError, Shape
@@ -231,7 +231,7 @@ def _has_star_server() -> bool:
 def _check_tensorflow() -> None:
     if importlib.util.find_spec("tensorflow") is None:
         raise LocalError(f"TensorFlow is not installed for {sys.executable}: the tasks need it; install the "
-                         "runtime extra: pip install 'tfjobgen[runtime]' (tensorflow-cpu 2.21.0)")
+                         f"runtime extra (tensorflow-cpu 2.21.0): {install.extra('runtime')}")
 
 
 def _check_local_data(training: dict) -> None:

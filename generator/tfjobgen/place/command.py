@@ -71,7 +71,8 @@ def _place(args) -> int:
             runs.append(place.run_order(objects, profile, nodes, seed, args.lose_node, f"place-{seed}-{_pid()}",
                                         lambda line: print(f"place: {line}", file=sys.stderr, flush=True),
                                         kubernetes=args.kubernetes))
-        except (control.ClusterError, programs.ToolsMissing, processes.StartFailed, TimeoutError, shape.TooManyNodes) as err:
+        except (control.ClusterError, programs.ToolsMissing, processes.StartFailed, TimeoutError, shape.TooManyNodes,
+                place.CreateFailed) as err:
             print(f"tfjobgen place: {err}", file=sys.stderr)
             return EXIT_FAILED
     if args.format == "json":

@@ -6,7 +6,8 @@ order; then wait until the scheduler settles (every pod created, bound or marked
 no preemption under way, nothing moving for a while). Optionally one PS is then evicted and a
 server running the jobs' pods lost (NotReady: the node lifecycle controller evicts its pods), each
 followed by settling again. Each run reports, per job: pods placed, pods Pending with the
-scheduler's own reason, whether the topology's promise holds (promises.py), and preemptions.
+scheduler's own reason, whether the topology's promise holds (promises.py), and preemptions. A pod
+its controller cannot create (the API server refused it) ends the run at once with the controller's event.
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ from ..kube import api
 QUIET_SECONDS = 2.0  # nothing moved for this long: the scheduler is done with what it can place
 STUCK_SECONDS = 30.0  # a preemption that has not moved for this long is reported, not waited for
 SETTLE_TIMEOUT = 180.0
+# What the jobs' controllers record when the API server refuses what they create (a pod whose ServiceAccount does
+# not exist, say): the Job controller's (native Jobs, and JobSet's child Jobs), JobSet's, the training-operator's.
+CREATE_FAILED = {"Job": ("FailedCreate",), "JobSet": ("JobCreationFailed", "HeadlessServiceCreationFailed"),
+                 "TFJob": ("FailedCreatePod", "FailedCreateService")}
+
+
+class CreateFailed(Exception):
+    """A controller of the jobs could not create their pods: the scheduler will never see them."""
 
 
 @dataclass
@@ -138,6 +147,10 @@ def job_namespace(objects: api.Objects, name: str, profile: ClusterProfile | Non
     of this for place, the tests and the benchmarks."""
     objects.apply({"apiVersion": "v1", "kind": "Namespace",
                    "metadata": {"name": name, **({"labels": RESTRICTED} if restricted else {})}})
+    # The API server refuses a pod of a ServiceAccount that does not exist, the namespace's default one too, which
+    # the controller manager creates just after: waited for, a refused pod (CreateFailed) is the job's own doing.
+    api.wait_until(lambda: objects.get("v1", "ServiceAccount", "default", name), 60,
+                   f"namespace {name}'s default ServiceAccount")
     if profile is not None:
         kueue.open_queue(objects, profile, name)
 
@@ -192,15 +205,21 @@ def settle(client: api.Objects, namespaces: list[str], expected: dict[str, int],
 
     `seen` collects every pod met (name -> task); `gone`: a pod that must have been replaced first;
     `lost`: a node whose pods must have left it. A preemption that has not moved for STUCK_SECONDS
-    ends the wait too: its pod is reported Pending, nominated for a node.
+    ends the wait too: its pod is reported Pending, nominated for a node. While pods are missing, a
+    controller's refusal to create them (CREATE_FAILED) ends it at once: CreateFailed says which and why.
     """
-    last, quiet_since, said = None, time.monotonic(), time.monotonic()
+    last, quiet_since, said, asked = None, time.monotonic(), time.monotonic(), 0.0
     deadline = time.monotonic() + SETTLE_TIMEOUT
     while True:
         pods = [p for namespace in namespaces for p in client.list("v1", "Pod", namespace)]
         live = promises.live(pods)
         seen.update({p["metadata"]["name"]: promises.task_of(p) for p in pods})
         counts = Counter(promises.task_of(p).job for p in live)
+        if any(counts.get(job, 0) < n for job, n in expected.items()) and time.monotonic() - asked >= 1.0:
+            asked = time.monotonic()  # the events once a second: a refusal is said within one
+            refused = create_failed(client, namespaces)
+            if refused:
+                raise CreateFailed(refused)
         snapshot = sorted((p["metadata"]["name"], p["spec"].get("nodeName") or "",
                            (p.get("status") or {}).get("nominatedNodeName") or "") for p in live)
         nominated = [name for name, node, nomination in snapshot if nomination and not node]
@@ -222,6 +241,19 @@ def settle(client: api.Objects, namespaces: list[str], expected: dict[str, int],
             raise TimeoutError(f"the scheduler did not settle in {SETTLE_TIMEOUT:.0f} s "
                                f"({len(live)} pods, {len(nominated)} nominated)")
         time.sleep(0.25)
+
+
+def create_failed(client: api.Objects, namespaces: list[str]) -> str:
+    """The first refusal the jobs' controllers recorded (CREATE_FAILED), as one line; "" when there is none."""
+    refusals = [event for namespace in namespaces for event in client.list("v1", "Event", namespace)
+                if event.get("reason") in CREATE_FAILED.get((event.get("involvedObject") or {}).get("kind"), ())]
+    if not refusals:
+        return ""
+    event = min(refusals, key=lambda e: str(e.get("firstTimestamp") or e.get("eventTime") or ""))
+    involved = event["involvedObject"]
+    message = " ".join(str(event.get("message") or event.get("note") or "").split())
+    return (f"{involved['kind']} {involved.get('namespace', '')}/{involved.get('name', '')} could not create its "
+            f"pods ({event['reason']}): {message}")
 
 
 def _unschedulable(pod: dict) -> bool:

@@ -6,6 +6,7 @@ beside the advised partitioner, the even share dashed.
 
 from __future__ import annotations
 
+from ..shared import install
 from .report import Plan
 from .units import size
 
@@ -25,7 +26,7 @@ def draw(plans: list[Plan], path, title: str = "") -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ChartError("--png needs matplotlib: pip install 'tfjobgen[plot]'") from None
+        raise ChartError(f"--png needs matplotlib: {install.extra('plot')}") from None
     drawable = [p for p in plans if p.own]
     if not drawable:
         raise ChartError("nothing to draw: no job here has a variable list (spec.training or spec.model)")

@@ -3,6 +3,7 @@
     find("schemas")      the JSON Schemas
     find("plugins")      the kustomize plugin home (KUSTOMIZE_PLUGIN_HOME)
     find("cluster-tools")  the recipes of the local cluster's Go programs
+    find("docs/priority-classes.yaml")  the PriorityClasses `cluster up` creates for a profile that names them
 
 An installed wheel carries them inside the package (pyproject.toml's force-include copies them
 from the repository root to tfjobgen/<name>); a checkout, or an editable install of one, has them
