@@ -151,3 +151,11 @@ def test_a_taken_port_is_one_line_from_the_task(tmp_path):
         taken.close()
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f'message="could not start the TF server at 127.0.0.1:{port}: the port is in use"' in proc.stdout
+
+
+def test_a_fault_whose_step_never_comes_fails_the_run(tmp_path):
+    """A run that was asked to kill a task and never did has not shown its recovery: it must not PASS."""
+    run = run_local(JOBS / "tf2-small.yaml", tmp_path, "--steps", "20", "--kill", "worker:0@1000")
+    assert run.returncode == 1 and not run.leftovers, run.output
+    assert "FAIL: " in run.output and "never injected (worker:0@1000)" in run.output
+    assert run.report["faults"] == []

@@ -200,6 +200,12 @@ def prepare(args) -> Prepared | None:
                           scale_ps=args.scale_ps, scale_workers=args.scale_workers,
                           with_evaluator=args.with_evaluator)
     notices = list(chosen.notices) + notices
+    if not request.uses_runtime:
+        for flag, faults in (("--kill", args.kill), ("--evict", args.evict)):
+            for task, step in faults:  # a fault waits for its step: it would never come, and the run "PASS"
+                raise LocalError(f"{flag} {task}@{step}: a fault is injected at a step the chief reports, and a "
+                                 "program of your own (spec.command) reports none; to see its recovery, kill -9 the task's process "
+                                 "yourself while the run goes on")
     names = {f"{role}:{i}" for role, n in chosen.counts.items() for i in range(n)}
     for name in list(args.without) + [task for task, _ in args.kill + args.evict]:
         if name not in names:

@@ -150,6 +150,11 @@ class Supervisor:
             for state in self.states.values():
                 self._start(state)
             self.result.ok, self.result.message = self._loop()
+            if self.result.ok and self.pending_faults:  # asked for, never done: this run did not test it
+                missed = ", ".join(f"{f.task}@{f.step}" for f in self.pending_faults)
+                self.result.ok = False
+                self.result.message = (f"{self.result.message}, but the fault(s) asked for were never injected "
+                                       f"({missed}): training ended before that step")
         except KeyboardInterrupt:
             self.result.message, self.result.interrupted = "interrupted (Ctrl-C): every task was stopped", True
         except Interrupted as err:
