@@ -177,27 +177,34 @@ def python_env_key(checkout: Path, workflow: Path, job: str | None) -> str:
     return digest.hexdigest()[:32]
 
 
-def _restore_python_env(kept: Path, venv: Path) -> None:
-    """A copy of a kept environment at `venv`, hard-linked (pip replaces files, never writes into them), its
-    scripts' `#!` lines moved to `venv`: written anew, so the kept one's files stay as they are."""
+def _restore_python_env(kept: Path, run: Path) -> None:
+    """A copy of a kept environment as this run's (run/python), hard-linked (pip replaces files, never writes
+    into them). What names the run it was made in (its interpreter's links into that run's tool cache,
+    pyvenv.cfg, the scripts' `#!` lines) is moved to this run: written anew, so the kept files stay as they are."""
+    venv = run / "python"
     subprocess.run(["cp", "-al", str(kept), str(venv)], check=True, capture_output=True)
-    made_at = (kept / ".made-at").read_text().strip().encode()
-    for script in (venv / "bin").iterdir():
-        if script.is_symlink() or not script.is_file():
-            continue
-        text = script.read_bytes()
-        if text.startswith(b"#!" + made_at + b"/"):
-            fresh = script.with_name(script.name + ".moved")
-            fresh.write_bytes(b"#!" + str(venv).encode() + text[2 + len(made_at):])
-            fresh.chmod(script.stat().st_mode)
-            os.replace(fresh, script)
+    made_in = (kept / ".made-in").read_text().strip()
+    for path in [venv / "pyvenv.cfg", *(venv / "bin").iterdir()]:
+        if path.is_symlink():
+            target = os.readlink(path)
+            if target.startswith(made_in + "/"):
+                path.unlink()
+                path.symlink_to(str(run) + target[len(made_in):])
+        elif path.is_file():
+            text = path.read_bytes()
+            if made_in.encode() in text[:4096] and (path.name == "pyvenv.cfg" or text.startswith(b"#!")):
+                fresh = path.with_name(path.name + ".moved")
+                fresh.write_bytes(text.replace(made_in.encode() + b"/", str(run).encode() + b"/"))
+                fresh.chmod(path.stat().st_mode)
+                os.replace(fresh, path)
 
 
-def _keep_python_env(venv: Path, kept: Path) -> None:
+def _keep_python_env(run: Path, kept: Path) -> None:
     """The run's environment kept under its key, unless another run kept one first (a rename: never half-kept)."""
+    venv = run / "python"
     if kept.exists() or not (venv / "bin" / "python").exists():
         return
-    (venv / ".made-at").write_text(f"{venv}\n")
+    (venv / ".made-in").write_text(f"{run}\n")
     kept.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{kept.name}-", dir=kept.parent))
     try:
@@ -237,7 +244,7 @@ def run_pr(repo: ActRepo, base: str, head: str, *, number: int = 1, workflow: st
     venv = run / "python"  # setup-python's environment (the stand-in makes one there unless one is there)
     kept = python_envs() / python_env_key(repo.path, workflow_path, job) if keep_python else None
     if kept is not None and kept.is_dir():
-        _restore_python_env(kept, venv)
+        _restore_python_env(kept, run)
     command = [act, "pull_request", "--workflows", str(workflow_path), "--eventpath", str(event),
                "--platform", PLATFORM, "--no-cache-server", "--action-cache-path", str(run / "act"),
                "--action-offline-mode", "--env-file", str(empty), "--secret-file", str(empty), "--var-file", str(empty),
@@ -282,7 +289,7 @@ def run_pr(repo: ActRepo, base: str, head: str, *, number: int = 1, workflow: st
         shutil.rmtree(short_temp, ignore_errors=True)
     seconds = time.monotonic() - started
     if kept is not None:
-        _keep_python_env(venv, kept)
+        _keep_python_env(run, kept)
     return ActRun(code, repo.api.comments_on(REPOSITORY, number), log_path.read_text(errors="replace"), seconds)
 
 
