@@ -72,7 +72,9 @@ def test_a_pr_for_one_cluster_gets_one_comment_updated_in_place_and_leaves_the_o
     assert second.exit == 0, second.log[-6000:]
     assert [c["id"] for c in second.comments] == [comment["id"]], "updated in place, not posted again"
     body = second.comments[0]["body"]
-    assert body != comment["body"] and "11" in _sections(body)["prod-96c"] and "11" not in comment["body"], body[:3000]
+    row = "| added | `ml-training/prod-only` | 2 x 4 CPU/8Gi | {} x 4 CPU/8Gi |"  # the job's row: its workers
+    assert row.format(4) in sections["prod-96c"] and row.format(11) not in comment["body"], sections["prod-96c"][:3000]
+    assert row.format(11) in _sections(body)["prod-96c"], body[:3000]
     assert "prod-only" not in _sections(body)["seed-80c"]
     writes = [(method, path) for method, path in act_repo.api.requests if method != "GET"]
     assert [method for method, _ in writes] == ["POST", "PATCH"], writes
