@@ -202,7 +202,7 @@ def _restore_python_env(kept: Path, run: Path) -> None:
 def _keep_python_env(run: Path, kept: Path) -> None:
     """The run's environment kept under its key, unless another run kept one first (a rename: never half-kept)."""
     venv = run / "python"
-    if kept.exists() or not (venv / "bin" / "python").exists():
+    if kept.exists() or not (venv / "pyvenv.cfg").is_file():  # no setup-python in the job
         return
     (venv / ".made-in").write_text(f"{run}\n")
     kept.parent.mkdir(parents=True, exist_ok=True)
@@ -213,6 +213,9 @@ def _keep_python_env(run: Path, kept: Path) -> None:
             os.rename(staging / "env", kept)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    for old in kept.parent.iterdir():  # the pins and workflows of two weeks ago: about 340 MB each
+        if old.is_dir() and old.name[0] != "." and time.time() - old.stat().st_mtime > 14 * 86400:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def run_pr(repo: ActRepo, base: str, head: str, *, number: int = 1, workflow: str = "gitops.yml",
@@ -245,6 +248,7 @@ def run_pr(repo: ActRepo, base: str, head: str, *, number: int = 1, workflow: st
     kept = python_envs() / python_env_key(repo.path, workflow_path, job) if keep_python else None
     if kept is not None and kept.is_dir():
         _restore_python_env(kept, run)
+        os.utime(kept)  # in use: not pruned
     command = [act, "pull_request", "--workflows", str(workflow_path), "--eventpath", str(event),
                "--platform", PLATFORM, "--no-cache-server", "--action-cache-path", str(run / "act"),
                "--action-offline-mode", "--env-file", str(empty), "--secret-file", str(empty), "--var-file", str(empty),
