@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -214,15 +215,32 @@ def crd_dir() -> Path:
     upstream = Path(need("upstream CRDs", str(CRD_DIR) if CRD_DIR.is_dir() else None,
                          f"expected the upstream CRD folder at {CRD_DIR} (../shared/crds from the repository root, "
                          "or set TFJOBGEN_CRD_DIR)"))
-    merged = Path(tempfile.gettempdir()) / f"tfjobgen-crds-{os.getpid()}"
-    if not merged.is_dir():  # once a process: reading every built family's CRDs takes seconds
-        built = built_crds()
-        merged.mkdir()
-        for path in sorted(upstream.glob("*.y*ml")):
-            texts = [built.get(_crd_name(document)) or yaml.dump(document, Dumper=_YAML_DUMPER)
-                     for document in yaml.load_all(path.read_text(), Loader=_YAML_LOADER) if document]
-            (merged / path.name).write_text("---\n".join(texts))
-    return merged
+    return _once_a_session("tfjobgen-crds", lambda merged: _merge_crds(upstream, merged))  # seconds: once a session
+
+
+def _merge_crds(upstream: Path, merged: Path) -> None:
+    built = built_crds()
+    for path in sorted(upstream.glob("*.y*ml")):
+        texts = [built.get(_crd_name(document)) or yaml.dump(document, Dumper=_YAML_DUMPER)
+                 for document in yaml.load_all(path.read_text(), Loader=_YAML_LOADER) if document]
+        (merged / path.name).write_text("---\n".join(texts))
+
+
+def _once_a_session(name: str, make) -> Path:
+    """A folder of the session's temporary folder, which pytest-xdist's processes share, made by the first process
+    that asks (`make(folder)`) while the others wait for it: what each process made for itself before. Made aside,
+    then renamed: never half there."""
+    folder = Path(tempfile.gettempdir()) / name
+    with open(folder.with_name(name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not folder.is_dir():
+            staging = Path(tempfile.mkdtemp(prefix=name + "-", dir=folder.parent))
+            try:
+                make(staging)
+                os.rename(staging, folder)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)  # gone when renamed; what a failed `make` left
+    return folder
 
 
 def built_crds() -> dict[str, str]:
@@ -320,13 +338,16 @@ def load_yaml_stream(text: str) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def built_overlays() -> dict[str, str]:
-    """Every overlay built once with kubectl kustomize: name -> output text."""
-    result = {}
-    for overlay in OVERLAYS:
-        proc = kustomize_build(SAMPLE / "overlays" / overlay)
-        assert proc.returncode == 0, f"overlays/{overlay} failed to build:\n{proc.stderr}"
-        result[overlay] = proc.stdout
-    return result
+    """Every overlay built once a session with kubectl kustomize (_once_a_session: each process built them, seconds,
+    before): name -> output text."""
+    def build(folder: Path) -> None:
+        for overlay in OVERLAYS:
+            proc = kustomize_build(SAMPLE / "overlays" / overlay)
+            assert proc.returncode == 0, f"overlays/{overlay} failed to build:\n{proc.stderr}"
+            (folder / f"{overlay}.yaml").write_text(proc.stdout, encoding="utf-8")
+
+    built = _once_a_session("tfjobgen-built-overlays", build)
+    return {overlay: (built / f"{overlay}.yaml").read_text(encoding="utf-8") for overlay in OVERLAYS}
 
 
 def render(*paths, profile: str | None = None) -> list[dict]:

@@ -3,6 +3,7 @@ tests' markers and skips.
 
     act_repo          fixture: a copy of this repository on `main`, with its GitHub API stand-in
     run_pr(repo, base, head, ...) -> ActRun(exit, comments, log, seconds)
+    list_job(path, name)  adds a job file to jobs/kustomization.yaml
 
 For the routing and `tfjobgen init` cases: make a branch on `act_repo` (`branch`, edit, `hydrate`, `commit`),
 then `run_pr`. Without act (or the placement programs) the test skips, and fails under
@@ -38,6 +39,12 @@ def seed_programs_cache(repo: ActRepo) -> str:
         return repo.seed_programs_cache()
     except programs.ToolsMissing as missing:
         return need("the placement preview's programs", None, str(missing))
+
+
+def list_job(repo, name: str) -> None:
+    """`name` added to the jobs/kustomization.yaml of the repository at `repo`."""
+    listing = repo / "jobs" / "kustomization.yaml"
+    listing.write_text(listing.read_text().rstrip("\n") + f"\n- {name}\n")
 
 
 @uses("git", "slow")

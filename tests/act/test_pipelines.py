@@ -1,8 +1,9 @@
 """The two workflows, run for real under nektos/act on this machine (act_support.py says how).
 
-1. A pull request that changes one job: the jobs pipeline passes, with the placement preview (the cluster
-   programs restored from the cache stand-in), and posts one comment; a second push updates that comment
-   in place.
+1. A pull request that adds a job for one cluster only: the jobs pipeline passes, with the placement preview
+   (the cluster programs restored from the cache stand-in), and posts one comment, in which the other
+   cluster's section is untouched, as its rendered/ is; a second push changing that job updates the comment
+   in place. (One pull request for both, each act run costs half a minute.)
 2. A pull request that breaks a job: the comment carries the file:line and the field (a row of its Problems
    table; the step's log has `file:line: field: message`), and the run fails.
 3. test.yml's fast job passes.
@@ -12,44 +13,69 @@ from __future__ import annotations
 
 import re
 
-from act_support import act_repo, run_pr, seed_programs_cache  # noqa: F401 - act_repo is a fixture
+from act_support import act_repo, list_job, run_pr, seed_programs_cache  # noqa: F401 - act_repo is a fixture
 
 MARKER = "<!-- tfjobgen-diff -->"
 JOB = "jobs/wide-deep.yaml"
 
 
-def _workers(repo, count: int) -> None:
-    job = repo.path / JOB
-    text = job.read_text()
-    changed = re.sub(r"worker: \{replicas: \d+,", f"worker: {{replicas: {count},", text, count=1)
-    assert changed != text, f"{JOB} has no worker line to change"
-    job.write_text(changed)
+ONE_CLUSTER_JOB = """\
+apiVersion: tfjobgen.dev/v1alpha1
+kind: TrainingJob
+metadata:
+  name: prod-only
+  namespace: ml-training
+spec:
+  image: registry.example.com/ml/tfjobgen-runtime:0.1.0
+  clusters: [prod-96c]
+  roles:
+    ps: {replicas: 2, cpu: 4, memory: 8Gi}
+    worker: {replicas: 4, cpu: 4, memory: 8Gi}
+    chief: {cpu: 1, memory: 2Gi}
+"""
 
 
-def test_a_pr_changing_one_job_gets_one_comment_updated_in_place(act_repo):
+def _sections(body: str) -> dict[str, str]:
+    """The comment's section of each cluster, by name."""
+    return dict(part.split("`", 1) for part in body.split("### Cluster `")[1:])
+
+
+def test_a_pr_for_one_cluster_gets_one_comment_updated_in_place_and_leaves_the_other_untouched(act_repo):
     seed_programs_cache(act_repo)  # what a run on main saved: the placement preview runs
-    act_repo.branch("fewer-workers")
-    _workers(act_repo, 16)
+    act_repo.branch("prod-only")
+    (act_repo.path / "jobs" / "prod-only.yaml").write_text(ONE_CLUSTER_JOB)
+    list_job(act_repo.path, "prod-only.yaml")
     act_repo.hydrate()
-    act_repo.commit("wide-deep: 16 workers")
+    act_repo.commit("a job for prod-96c only")
+    assert act_repo.git("diff", "--stat", "main", "--", "rendered/seed-80c") == ""
+    assert "rendered/prod-96c/ml-training/prod-only.yaml" in act_repo.git("diff", "--name-only", "main")
 
-    first = run_pr(act_repo, "main", "fewer-workers")
+    first = run_pr(act_repo, "main", "prod-only")
     assert first.exit == 0, first.log[-6000:]
     assert len(first.comments) == 1, first.log[-3000:]
     comment = first.comments[0]
     assert comment["body"].startswith(MARKER) and comment["user"]["type"] == "Bot"
-    assert "ml-training/wide-deep" in comment["body"]
+    sections = _sections(comment["body"])
+    assert set(sections) == {"prod-96c", "seed-80c"}, comment["body"][:3000]
+    assert "ml-training/prod-only" in sections["prod-96c"]
+    assert "prod-only" not in sections["seed-80c"], sections["seed-80c"][:3000]
     assert "on the real kube-scheduler" in comment["body"], "the placement preview ran (programs cached)"
     assert "Placement not previewed" not in comment["body"]
     assert "created comment" in first.log
 
-    _workers(act_repo, 24)  # the second push
+    job = act_repo.path / "jobs" / "prod-only.yaml"  # the second push: 4 workers to 11
+    job.write_text(job.read_text().replace("worker: {replicas: 4,", "worker: {replicas: 11,"))
     act_repo.hydrate()
-    act_repo.commit("wide-deep: 24 workers")
-    second = run_pr(act_repo, "main", "fewer-workers")
+    act_repo.commit("prod-only: 11 workers")
+    assert act_repo.git("diff", "--stat", "main", "--", "rendered/seed-80c") == ""
+    second = run_pr(act_repo, "main", "prod-only")
     assert second.exit == 0, second.log[-6000:]
     assert [c["id"] for c in second.comments] == [comment["id"]], "updated in place, not posted again"
-    assert second.comments[0]["body"] != comment["body"] and "24" in second.comments[0]["body"]
+    body = second.comments[0]["body"]
+    row = "| added | `ml-training/prod-only` | 2 x 4 CPU/8Gi | {} x 4 CPU/8Gi |"  # the job's row: its workers
+    assert row.format(4) in sections["prod-96c"] and row.format(11) not in comment["body"], sections["prod-96c"][:3000]
+    assert row.format(11) in _sections(body)["prod-96c"], body[:3000]
+    assert "prod-only" not in _sections(body)["seed-80c"]
     writes = [(method, path) for method, path in act_repo.api.requests if method != "GET"]
     assert [method for method, _ in writes] == ["POST", "PATCH"], writes
     assert writes[1][1].endswith(f"/issues/comments/{comment['id']}")

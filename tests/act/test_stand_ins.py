@@ -3,6 +3,7 @@ that takes the inputs the workflows pass, and a missing act says which make targ
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ from act_support import ACTIONS, STAND_INS, act_binary, remote_actions
 from conftest import REPO
 
 from tfjobgen.artifacts import programs
+from tfjobgen.harness import act
 
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 
@@ -58,3 +60,25 @@ def test_every_stand_in_step_passes_shellcheck(action, tmp_path):
         proc = subprocess.run([shellcheck, "--severity=warning", str(script)], capture_output=True, text=True,
                               timeout=120)
         assert proc.returncode == 0, f"{action}: step {number}:\n{proc.stdout}"
+
+
+def test_a_kept_python_environment_is_moved_to_the_run_that_reuses_it_and_stays_as_it_was(tmp_path):
+    """setup-python's environment kept between runs (harness/act.py): its interpreter's links, pyvenv.cfg and
+    scripts name the run that made it; a copy names its own run, written anew (the kept files are hard links)."""
+    made, reused, kept = tmp_path / "run-1", tmp_path / "run-2", tmp_path / "kept"
+    (made / "python" / "bin").mkdir(parents=True)
+    (made / "python" / "bin" / "python3").symlink_to(made / "act" / "tool_cache" / "bin" / "python3")
+    (made / "python" / "pyvenv.cfg").write_text(f"home = {made}/act/tool_cache/bin\n")
+    (made / "python" / "bin" / "tfjobgen").write_text(f"#!{made}/python/bin/python3\nimport tfjobgen\n")
+    (made / "python" / "bin" / "python").symlink_to("python3")
+    act._keep_python_env(made, kept)
+    assert (kept / ".made-in").read_text().strip() == str(made)
+    reused.mkdir()
+    act._restore_python_env(kept, reused)
+    copy = reused / "python"
+    assert os.readlink(copy / "bin" / "python3") == f"{reused}/act/tool_cache/bin/python3"
+    assert os.readlink(copy / "bin" / "python") == "python3"
+    assert (copy / "pyvenv.cfg").read_text() == f"home = {reused}/act/tool_cache/bin\n"
+    assert (copy / "bin" / "tfjobgen").read_text().startswith(f"#!{reused}/python/bin/python3\n")
+    assert (kept / "bin" / "tfjobgen").read_text().startswith(f"#!{made}/python/bin/python3\n"), "kept as it was"
+    assert (kept / "pyvenv.cfg").read_text() == f"home = {made}/act/tool_cache/bin\n"

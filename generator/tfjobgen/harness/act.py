@@ -14,6 +14,12 @@ against a git repository of its own: a copy of this one with a base branch and a
 - CRDs are copied from ../shared/crds or TFJOBGEN_CRD_DIR (TFJOBGEN_CRD_MIRROR) instead of fetched from GitHub.
 - The jobs run with HOME in the test's folder, so the cache stand-in restores into it and never into this
   machine's ~/.cache/tfjobgen; pip's download cache stays the machine's (PIP_CACHE_DIR), as Go's would.
+- setup-python's virtual environment is kept between runs (python_envs: ~/.cache/tfjobgen/act-python/<key>),
+  keyed by everything that decides what the job's `pip install` puts in it: Python's version, the workflow
+  file, the job, constraints.txt, pyproject.toml and requirements.txt. A run starts from a hard-linked copy of
+  the one kept, so its `pip install` finds the pinned packages installed and installs only what is missing
+  or editable (the checkout's tfjobgen, always reinstalled); a key not seen yet installs everything, and its
+  environment is kept after the run. Installing kubernetes-validate's schemas was most of a run's time.
 
 Shared by tests/act (its `act_repo` fixture and `run_pr`, which mark the tests and skip without act) and
 benchmarks/act_pipeline.py: `ActRepo.create(folder)`, then `repo.branch(...)`, edits, `repo.commit(...)`,
@@ -52,6 +58,7 @@ STAND_INS = {"actions/setup-python": "setup-python", "azure/setup-kubectl": "set
              "actions/setup-go": "setup-go", "actions/cache": "cache"}
 PLACEMENT_FAMILIES = ("etcd", "kubernetes", "kwok")  # the programs of the placement preview's local cluster
 RUN_TIMEOUT = 900.0
+PYTHON_ENVS_ENV = "TFJOBGEN_ACT_PYTHON_CACHE"  # names the kept environments' folder outright (kit/caches.py)
 
 
 def act_binary() -> str:
@@ -155,12 +162,70 @@ class ActRepo:
         self.api.close()
 
 
+def python_envs() -> Path:
+    """Where setup-python's environments are kept between runs, outside every clone."""
+    from ..kit import caches
+
+    return caches.folder("act-python", PYTHON_ENVS_ENV)
+
+
+def python_env_key(checkout: Path, workflow: Path, job: str | None) -> str:
+    """What decides the packages a job's `pip install` puts in setup-python's environment, hashed."""
+    digest = hashlib.sha256(f"{sys.version}\0{job}\0".encode())
+    for path in (workflow, checkout / "constraints.txt", checkout / "pyproject.toml", checkout / "requirements.txt"):
+        digest.update(hashlib.sha256(path.read_bytes() if path.is_file() else b"-").digest())
+    return digest.hexdigest()[:32]
+
+
+def _restore_python_env(kept: Path, run: Path) -> None:
+    """A copy of a kept environment as this run's (run/python), hard-linked (pip replaces files, never writes
+    into them). What names the run it was made in (its interpreter's links into that run's tool cache,
+    pyvenv.cfg, the scripts' `#!` lines) is moved to this run: written anew, so the kept files stay as they are."""
+    venv = run / "python"
+    subprocess.run(["cp", "-al", str(kept), str(venv)], check=True, capture_output=True)
+    made_in = (kept / ".made-in").read_text().strip()
+    for path in [venv / "pyvenv.cfg", *(venv / "bin").iterdir()]:
+        if path.is_symlink():
+            target = os.readlink(path)
+            if target.startswith(made_in + "/"):
+                path.unlink()
+                path.symlink_to(str(run) + target[len(made_in):])
+        elif path.is_file():
+            text = path.read_bytes()
+            if made_in.encode() in text[:4096] and (path.name == "pyvenv.cfg" or text.startswith(b"#!")):
+                fresh = path.with_name(path.name + ".moved")
+                fresh.write_bytes(text.replace(made_in.encode() + b"/", str(run).encode() + b"/"))
+                fresh.chmod(path.stat().st_mode)
+                os.replace(fresh, path)
+
+
+def _keep_python_env(run: Path, kept: Path) -> None:
+    """The run's environment kept under its key, unless another run kept one first (a rename: never half-kept)."""
+    venv = run / "python"
+    if kept.exists() or not (venv / "pyvenv.cfg").is_file():  # no setup-python in the job
+        return
+    (venv / ".made-in").write_text(f"{run}\n")
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{kept.name}-", dir=kept.parent))
+    try:
+        subprocess.run(["cp", "-al", str(venv), str(staging / "env")], check=True, capture_output=True)
+        with contextlib.suppress(OSError):  # another run kept it meanwhile: theirs stays
+            os.rename(staging / "env", kept)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    for old in kept.parent.iterdir():  # the pins and workflows of two weeks ago: about 340 MB each
+        if old.is_dir() and old.name[0] != "." and time.time() - old.stat().st_mtime > 14 * 86400:
+            shutil.rmtree(old, ignore_errors=True)
+
+
 def run_pr(repo: ActRepo, base: str, head: str, *, number: int = 1, workflow: str = "gitops.yml",
            job: str | None = None, timeout: float = RUN_TIMEOUT, crd_mirror: Path = CRD_MIRROR,
-           job_env: dict[str, str] | None = None) -> ActRun:
+           job_env: dict[str, str] | None = None, keep_python: bool = True) -> ActRun:
     """Run `workflow` under act on pull request #`number` from `head` into `base`: (exit, the PR's comments
     on the API stand-in, act's log, wall seconds). act is stopped (its process group) on timeout and Ctrl-C.
-    `job_env`: variables every step of the job sees (pip's PIP_FIND_LINKS, say)."""
+    `job_env`: variables every step of the job sees (pip's PIP_FIND_LINKS, say). `keep_python`: start from, or
+    keep, setup-python's environment of this workflow, job and pins (python_envs); off, the job installs
+    everything, as for a package whose version stays while its content changes (a wheel of this checkout)."""
     act = act_binary()
     repo.branch(head, head)  # the working tree act copies is the head commit
     repo.git("update-ref", f"refs/remotes/origin/{base}", base)
@@ -179,13 +244,18 @@ def run_pr(repo: ActRepo, base: str, head: str, *, number: int = 1, workflow: st
     empty = run / "empty"
     empty.write_text("")
     workflow_path = repo.path / ".github" / "workflows" / workflow
+    venv = run / "python"  # setup-python's environment (the stand-in makes one there unless one is there)
+    kept = python_envs() / python_env_key(repo.path, workflow_path, job) if keep_python else None
+    if kept is not None and kept.is_dir():
+        _restore_python_env(kept, run)
+        os.utime(kept)  # in use: not pruned
     command = [act, "pull_request", "--workflows", str(workflow_path), "--eventpath", str(event),
                "--platform", PLATFORM, "--no-cache-server", "--action-cache-path", str(run / "act"),
                "--action-offline-mode", "--env-file", str(empty), "--secret-file", str(empty), "--var-file", str(empty),
                "--secret", "GITHUB_TOKEN=act-standin-token",
                "--env", f"GITHUB_API_URL={repo.api.url}", "--env", f"GITHUB_REPOSITORY={REPOSITORY}",
                "--env", f"ACT_STANDIN_CACHE={repo.work / 'actions-cache'}",
-               "--env", f"TFJOBGEN_CRD_MIRROR={crd_mirror}"]
+               "--env", f"TFJOBGEN_CRD_MIRROR={crd_mirror}", "--env", f"ACT_STANDIN_PYTHON_ENV={venv}"]
     for action in sorted(remote_actions(workflow_path)):
         name = action.partition("@")[0]
         if name == "actions/checkout":
@@ -222,6 +292,8 @@ def run_pr(repo: ActRepo, base: str, head: str, *, number: int = 1, workflow: st
     finally:
         shutil.rmtree(short_temp, ignore_errors=True)
     seconds = time.monotonic() - started
+    if kept is not None:
+        _keep_python_env(run, kept)
     return ActRun(code, repo.api.comments_on(REPOSITORY, number), log_path.read_text(errors="replace"), seconds)
 
 

@@ -34,7 +34,9 @@ class GitHubStandIn:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="github-standin", daemon=True)
+        # shutdown() waits for the loop's next poll: at the default half second, each close cost half a second
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="github-standin", daemon=True)
         self._thread.start()
 
     @property
