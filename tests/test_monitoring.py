@@ -260,9 +260,11 @@ def test_the_pod_alerts_select_the_pods_each_controller_names(backend, tmp_path)
     objects = render(job, profile=GOLDEN_GPU / "profile.yaml")
     [rule] = _of_kind(objects, "PrometheusRule")
     patterns = {m for r in rule["spec"]["groups"][0]["rules"] for m in re.findall(r'pod=~"([^"]+)"', r["expr"])}
-    assert len(patterns) == 1, patterns
-    pattern = re.compile(patterns.pop())  # PromQL anchors =~ at both ends: fullmatch
+    ps_only = {p for p in patterns if "(ps)" in p}  # TFJobGenPSDown's
+    assert len(patterns - ps_only) == 1 and len(ps_only) == 1, patterns
     pods = backends.pods_of(objects)
-    names = [p.hostname if backend == "tfjob" else f"{p.owner}-{p.index}-x7k2p" for p in pods]
-    assert all(pattern.fullmatch(n) for n in names), [n for n in names if not pattern.fullmatch(n)]
-    assert not pattern.fullmatch("wide-deep-eval-0-x7k2p") and not pattern.fullmatch("other-ps-0-x7k2p")
+    names = {(p.hostname if backend == "tfjob" else f"{p.owner}-{p.index}-x7k2p"): p.role for p in pods}
+    for pattern, roles in ((patterns - ps_only).pop(), set(names.values())), (ps_only.pop(), {"ps"}):
+        pattern = re.compile(pattern)  # PromQL anchors =~ at both ends: fullmatch
+        assert {n for n in names if pattern.fullmatch(n)} == {n for n, role in names.items() if role in roles}
+        assert not pattern.fullmatch("wide-deep-eval-0-x7k2p") and not pattern.fullmatch("other-ps-0-x7k2p")

@@ -128,6 +128,7 @@ _STAMPS = {
     "kustomize": lambda version: [f"-X sigs.k8s.io/kustomize/api/provenance.version={version}"],
     "act": lambda version: [f"-X main.version={version}"],
     "kube-router": lambda version: [f"-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version={version}"],
+    "prometheus": lambda version: [f"-X github.com/prometheus/common/version.Version={version.lstrip('v')}"],
 }
 
 

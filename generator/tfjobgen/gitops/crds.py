@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..inputs import source
+from ..kit import crd_yaml
 
 KUBERNETES_VERSION = "1.32"
 
@@ -45,7 +46,7 @@ def load(directory: Path) -> dict[tuple[str, str, str], dict]:
     schemas = {}
     for path in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
         text = source.read_text(str(path), source.MAX_STREAM_BYTES)  # the one reader: regular files, bounded
-        for document in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        for document in yaml.load_all(text, Loader=crd_yaml.Loader):
             if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
                 continue
             spec = document["spec"]

@@ -3,6 +3,8 @@
     RUNTIME   tfjobgen-runtime:<project version>   the pods' default image: Debian, TensorFlow, tfjobgen
     PLUGIN    tfjobgen-argocd-plugin:<version>     Argo CD's plugin sidecar (argocd/plugin/Dockerfile's recipe)
     PAUSE     registry.k8s.io/pause:3.10.1         containerd's sandbox image, one static binary
+    PROMETHEUS  prometheus:v2.42.0                 Debian's prometheus on the base layer (cluster up --monitoring)
+    RELOADER  prometheus-config-reloader:v0.85.0   the operator's config reloader, one static binary
 
 `reference(name)` is what a container runtime calls the image: `ctr images import --base-name
 repository(name)` gives it that name, and containerd's sandbox_image must equal PAUSE's exactly.
@@ -18,12 +20,17 @@ RUNTIME = "tfjobgen-runtime"
 PLUGIN = "tfjobgen-argocd-plugin"
 PAUSE = "pause"
 PAUSE_TAG = "3.10.1"  # the release Kubernetes 1.34 names as its sandbox image
-NAMES = (RUNTIME, PLUGIN, PAUSE)  # the build order: the two share their Debian base layer
+PROMETHEUS = "prometheus"
+PROMETHEUS_DEB = "2.42.0+ds-5+deb12u1"  # Debian bookworm's package: the image's one input besides the base
+RELOADER = "prometheus-config-reloader"
+NAMES = (RUNTIME, PLUGIN, PAUSE, PROMETHEUS, RELOADER)  # the build order: the Debian ones share their base layer
 _REPOSITORIES = {PAUSE: "registry.k8s.io/pause"}  # ours are bare names: a platform pushes them where it likes
 # What a local cluster's real nodes pull, and the path each has in the cluster's registry: the runtime under
 # the path the repository's jobs name (jobs/wide-deep.yaml: registry.example.com/ml/tfjobgen-runtime), the
 # sandbox image under registry.k8s.io's. containerd fetches every registry name the cluster maps from there.
 FOR_NODES = {RUNTIME: "ml/tfjobgen-runtime", PAUSE: "pause"}
+# What `cluster up --monitoring` pushes besides: the names its Prometheus object and operator ask for.
+FOR_MONITORING = {PROMETHEUS: "monitoring/prometheus", RELOADER: "monitoring/prometheus-config-reloader"}
 
 
 def project_version() -> str:
@@ -34,6 +41,12 @@ def project_version() -> str:
 
 def tag(name: str) -> str:
     check(name)
+    if name == PROMETHEUS:  # upstream's release, as the Prometheus object's `version` names it
+        return "v" + PROMETHEUS_DEB.split("+")[0]
+    if name == RELOADER:  # the operator's release: its default reloader tag
+        from ..programs import family_of
+
+        return family_of(RELOADER).version
     return PAUSE_TAG if name == PAUSE else project_version()
 
 
@@ -46,7 +59,7 @@ def repository(name: str) -> str:
 def path_in_registry(name: str) -> str:
     """Where a real node finds the image under any registry name the cluster maps (FOR_NODES)."""
     check(name)
-    return FOR_NODES[name]
+    return {**FOR_NODES, **FOR_MONITORING}[name]
 
 
 def reference(name: str) -> str:
