@@ -31,8 +31,14 @@ import urllib.request
 import pytest
 from cluster import cluster_support
 from conftest import need
-from nodes_support import (PROFILE, apply, container_pid, need_real_nodes, remove_namespace,
-                           running_pods)
+from nodes_support import (
+    PROFILE,
+    apply,
+    container_pid,
+    need_real_nodes,
+    remove_namespace,
+    running_pods,
+)
 
 from tfjobgen.cluster.controllers import prometheus_operator
 from tfjobgen.concerns import labels
@@ -179,7 +185,7 @@ def test_the_series_the_dashboard_and_status_read_exist_for_every_task(cluster, 
         found = {
             "steps": by_task(f"rate(tfjobgen_steps_total{{{ours}}}[1m])"),
             "ps bytes": by_task(f"tfjobgen_ps_variable_bytes{{{ours}}}"),
-            "process cpu": by_task(f"rate(process_cpu_seconds_total{{{ours}}}[1m])"),
+            "startup": by_task(f"tfjobgen_startup_seconds{{{ours}}}"),  # every task serves it
         }
         for what, metric, training_only in (("cpu", "container_cpu_usage_seconds_total", True),
                                             ("memory", "container_memory_working_set_bytes", True),
@@ -187,7 +193,7 @@ def test_the_series_the_dashboard_and_status_read_exist_for_every_task(cluster, 
             selector = f'namespace="{NAMESPACE}"' + (f', container="{contract.CONTAINER_NAME}"' if training_only else "")
             found[what] = {s["metric"]["pod"] for s in query(cluster, f"{metric}{{{selector}}}")}
         complete = (found["steps"].keys() == {"chief:0"} and found["ps bytes"].keys() == {"ps:0", "ps:1"}
-                    and found["process cpu"].keys() == tasks.keys()
+                    and found["startup"].keys() == tasks.keys()
                     and all(found[w] >= {p["metadata"]["name"] for p in job["pods"]} for w in ("cpu", "memory", "network")))
         return found if complete else None
 
