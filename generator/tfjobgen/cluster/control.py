@@ -309,9 +309,10 @@ def _check_monitoring(profile: ClusterProfile, real_nodes: int) -> None:
         raise ClusterError("--monitoring: Prometheus runs as a pod of the profile's monitoring namespace, which "
                            "needs a real node: add --real-nodes N (docs/nodes.md)")
     if not profile.monitoring.enabled:
-        where = f"{profile.origin.file}: " if profile.origin.file else ""
-        raise ClusterError(f"--monitoring: {where}spec.monitoring.enabled is false: its jobs render no PodMonitor "
-                           "to scrape; set it to true, or leave out --monitoring")
+        origin = profile.origin
+        where = f"{origin.file}:{origin.line_of('spec.monitoring.enabled')}: " if origin.file else ""
+        raise ClusterError(f"--monitoring: {where}spec.monitoring.enabled: false, so the profile's jobs render no "
+                           "PodMonitor to scrape: set it to true, or leave out --monitoring")
     lacking = programs.missing(["prometheus-operator", "kube-state-metrics"])
     if lacking:
         families = " ".join(sorted({programs.family_of(p).name for p in lacking}))
