@@ -337,3 +337,26 @@ def test_the_pod_alerts_select_the_pods_each_controller_names(backend, tmp_path)
         pattern = re.compile(pattern)  # PromQL anchors =~ at both ends: fullmatch
         assert {n for n in names if pattern.fullmatch(n)} == {n for n, role in names.items() if role in roles}
         assert not pattern.fullmatch("wide-deep-eval-0-x7k2p") and not pattern.fullmatch("other-ps-0-x7k2p")
+
+
+def test_what_cluster_up_monitoring_makes_is_valid_against_the_operators_own_crds():
+    """The Prometheus, ServiceMonitor and ScrapeConfig `cluster up --monitoring` applies, against the CRDs of the
+    operator release it runs (cluster-tools' build; the node tier applies them for real)."""
+    from tfjobgen.artifacts import programs
+    from tfjobgen.cluster.controllers import kube_state_metrics, prometheus_operator
+
+    family = programs.family_of("prometheus-operator")
+    folder = family.asset("example/prometheus-operator-crd")
+    schemas = crds.load(Path(need("the prometheus-operator family's CRDs (make cluster-tools)",
+                                  str(folder) if folder.is_dir() else None)))
+    monitoring = pipeline.load_profile(str(REPO / "tests/nodes/profiles/monitoring.yaml")).monitoring
+    made = prometheus_operator.objects(monitoring) + [kube_state_metrics.scrape_config(monitoring, 8080)]
+    custom = [o for o in made if o["apiVersion"].startswith("monitoring.coreos.com/")]
+    assert {o["kind"] for o in custom} == {"Prometheus", "ServiceMonitor", "ScrapeConfig"}
+    for obj in custom:
+        assert crds.crd_errors(obj, schemas) == [], obj["kind"]
+    prometheus = next(o for o in custom if o["kind"] == "Prometheus")["spec"]
+    assert prometheus["podMonitorSelector"] == {"matchLabels": {"release": "kps"}}
+    assert prometheus["ruleSelector"] == {"matchLabels": {"release": "kps"}}
+    broken = dict(custom[0], spec={**custom[0]["spec"], "scrapeIntervall": "5s"})  # and a typo is caught
+    assert crds.crd_errors(broken, schemas)
