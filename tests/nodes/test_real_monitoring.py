@@ -163,7 +163,7 @@ def test_the_same_prometheus_in_another_namespace_is_refused_by_the_jobs_network
         def all_down():
             try:
                 targets = _targets(cluster, _pool(), "elsewhere")
-            except OSError:
+            except (OSError, KeyError):  # no address yet, or not serving yet
                 return None
             return targets if len(targets) == 4 and all(t["health"] == "down" for t in targets) else None
 
