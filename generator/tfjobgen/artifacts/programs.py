@@ -129,6 +129,10 @@ _STAMPS = {
     "act": lambda version: [f"-X main.version={version}"],
     "kube-router": lambda version: [f"-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version={version}"],
     "prometheus": lambda version: [f"-X github.com/prometheus/common/version.Version={version.lstrip('v')}"],
+    # the server's module is tagged v0.MMM.P for release M.MM.P (v0.305.0: 3.5.0)
+    "prometheus-server": lambda version: [
+        "-X github.com/prometheus/common/version.Version="
+        f"{int(version.split('.')[1]) // 100}.{int(version.split('.')[1]) % 100}.{version.split('.')[2]}"],
 }
 
 

@@ -4,9 +4,8 @@
              own layer (tfjobgen, and for the plugin kustomize, plugin.yaml, user 999). The base and each
              deps stage are cached by their input digests (recipe.py): a tfjobgen change rebuilds one
              small layer; the runtime and the plugin share the base layer (the same blob).
-    pause    single_binary_image(): one layer, one static binary (cluster-tools' pause); the operator's
-             config reloader the same way.
-    prometheus  the base layer + Debian's prometheus program (its .deb, pinned by catalog.PROMETHEUS_DEB).
+    pause    single_binary_image(): one layer, one static binary (cluster-tools' pause); Prometheus and the
+             operator's config reloader the same way.
 
 Needs root (mmdebstrap --mode=root, chroot, mount), Debian's mmdebstrap and umoci, and the network to
 Debian's archive and the Python package index while a stage is built; nothing once all are cached.
@@ -35,7 +34,7 @@ STAGE_TAG = "stage"
 SITE = recipe.SITE_PACKAGES
 PAUSE_ENTRYPOINT = ("/pause",)
 PAUSE_USER = "65535:65535"  # upstream's pause image runs as nobody
-PROMETHEUS_ENTRYPOINT = ("/usr/bin/prometheus",)  # the operator gives only arguments, as to upstream's image
+PROMETHEUS_ENTRYPOINT = ("/bin/prometheus",)  # the operator gives only arguments, as to upstream's image
 RELOADER_ENTRYPOINT = ("/bin/prometheus-config-reloader",)
 MONITORING_USER = "65534:65534"  # upstream's Prometheus images run as nobody
 IMAGE_ENV = {"PATH": rootfs.ENV["PATH"], "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
@@ -349,59 +348,14 @@ def pause(steps: Steps) -> store.BuiltImage:
     return single_binary_image(binary, catalog.PAUSE, catalog.PAUSE_TAG, PAUSE_ENTRYPOINT, PAUSE_USER, steps)
 
 
-def debian_package(steps: Steps, package: str, version: str) -> Path:
-    """The .deb of package=version, downloaded once into the cache (apt-get download: the host's sources)."""
-    debs = store.cache_root() / "debs"
-    debs.mkdir(parents=True, exist_ok=True)
-    found = sorted(debs.glob(f"{package}_{version.replace(':', '%3a')}_*.deb"))
-    if not found:
-        need(["apt-get"])
-        steps.run(["apt-get", "download", f"{package}={version}"], cwd=debs)
-        found = sorted(debs.glob(f"{package}_{version}_*.deb"))
-    if not found:
-        raise BuildFailed(f"apt-get download {package}={version} wrote no .deb into {debs}")
-    return found[0]
-
-
 def prometheus(steps: Steps) -> store.BuiltImage:
-    """prometheus:v2.42.0: the base layer (Debian, shared with the runtime) and Debian's prometheus program,
-    dynamically linked to the base's libc; /prometheus for its storage (the operator mounts a volume there)."""
-    name, tag = catalog.PROMETHEUS, catalog.tag(catalog.PROMETHEUS)
-    deb = debian_package(steps, "prometheus", catalog.PROMETHEUS_DEB)
-    key = recipe.debian_program_key(deb, name, tag, PROMETHEUS_ENTRYPOINT)
-    found = store.built(name)
-    if found and store.inputs_of(name) == key:
-        return found
-    base_stage = base(steps)
-    need(["umoci", "unshare", "tar", "dpkg-deb"])
-    staged = store.staging(name)
+    """prometheus:v3.5.0 from cluster-tools' build of Prometheus' module (Debian's 2.42 has no kubernetes_sd)."""
     try:
-        inputs = staged / "work" / "inputs"
-        inputs.mkdir(parents=True)
-        steps.stage(f"prometheus: {deb.name}")
-        steps.run(["dpkg-deb", "-x", deb, inputs / "deb"])
-        layout = staged / "layout"
-        oci.copy(base_stage.layout, layout)
-        uid = int(MONITORING_USER.split(":")[0])
-        _overlay(steps, staged / "work", [base_stage.tree], inputs, recipe.BASE_EPOCH, [
-            {"install": str(inputs / "deb" / PROMETHEUS_ENTRYPOINT[0].lstrip("/")), "to": PROMETHEUS_ENTRYPOINT[0],
-             "mode": 0o755, "owner": [0, 0]},
-            {"mkdir": "/prometheus", "mode": 0o755, "owner": [uid, uid]},
-        ])
-        size = rootfs.layer_tar(steps, staged / "work" / "tree", staged / "work" / "layer.tar")
-        oci.add_layer(steps, layout, STAGE_TAG, staged / "work" / "layer.tar", recipe.BASE_EPOCH,
-                      f"{PROMETHEUS_ENTRYPOINT[0]} of {deb.name}", new_tag=tag)
-        oci.remove_tag(steps, layout, STAGE_TAG)
-        oci.configure(steps, layout, tag, recipe.BASE_EPOCH, MONITORING_USER, {"PATH": rootfs.ENV["PATH"]},
-                      PROMETHEUS_ENTRYPOINT, "/prometheus",
-                      {"org.opencontainers.image.title": name, "org.opencontainers.image.version": tag})
-        oci.gc(steps, layout)
-        shutil.rmtree(staged / "work")
-        return _finish_image(steps, staged, name, tag, key, recipe.BASE_EPOCH,
-                             base_stage.packages() + [f"prometheus {catalog.PROMETHEUS_DEB}"],
-                             base_stage.layer_bytes() + [size])
-    finally:
-        shutil.rmtree(staged, ignore_errors=True)
+        binary = programs.program("prometheus")
+    except (programs.ToolsMissing, KeyError) as err:
+        raise InputMissing(f"{catalog.PROMETHEUS}: {err}") from None
+    return single_binary_image(binary, catalog.PROMETHEUS, catalog.tag(catalog.PROMETHEUS), PROMETHEUS_ENTRYPOINT,
+                               MONITORING_USER, steps)
 
 
 def config_reloader(steps: Steps) -> store.BuiltImage:
@@ -434,7 +388,7 @@ def _finish_image(steps: Steps, staged: Path, name: str, tag: str, key: str, epo
 RECIPES = {catalog.RUNTIME: runtime, catalog.PLUGIN: plugin, catalog.PAUSE: pause,
            catalog.PROMETHEUS: prometheus, catalog.RELOADER: config_reloader}
 # The images `make images` skips with a notice when what they are made of is not built.
-OPTIONAL = (catalog.PAUSE, catalog.PLUGIN, catalog.RELOADER)
+OPTIONAL = (catalog.PAUSE, catalog.PLUGIN, catalog.PROMETHEUS, catalog.RELOADER)
 
 
 def _current_key(name: str) -> str | None:
@@ -447,9 +401,8 @@ def _current_key(name: str) -> str | None:
         if name == catalog.PLUGIN:
             return recipe.plugin_key(programs.program("kustomize"))
         if name == catalog.PROMETHEUS:
-            debs = sorted((store.cache_root() / "debs").glob(f"prometheus_{catalog.PROMETHEUS_DEB}_*.deb"))
-            return recipe.debian_program_key(debs[0], catalog.PROMETHEUS, catalog.tag(catalog.PROMETHEUS),
-                                             PROMETHEUS_ENTRYPOINT) if debs else None
+            return recipe.single_binary_key(programs.program("prometheus"), catalog.PROMETHEUS,
+                                            catalog.tag(catalog.PROMETHEUS), PROMETHEUS_ENTRYPOINT, MONITORING_USER)
         if name == catalog.RELOADER:
             return recipe.single_binary_key(programs.program("prometheus-config-reloader"), catalog.RELOADER,
                                             catalog.tag(catalog.RELOADER), RELOADER_ENTRYPOINT, MONITORING_USER)

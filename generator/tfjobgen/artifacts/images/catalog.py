@@ -3,7 +3,7 @@
     RUNTIME   tfjobgen-runtime:<project version>   the pods' default image: Debian, TensorFlow, tfjobgen
     PLUGIN    tfjobgen-argocd-plugin:<version>     Argo CD's plugin sidecar (argocd/plugin/Dockerfile's recipe)
     PAUSE     registry.k8s.io/pause:3.10.1         containerd's sandbox image, one static binary
-    PROMETHEUS  prometheus:v2.42.0                 Debian's prometheus on the base layer (cluster up --monitoring)
+    PROMETHEUS  prometheus:v3.5.0                  cluster-tools' Prometheus, one static binary (cluster up --monitoring)
     RELOADER  prometheus-config-reloader:v0.85.0   the operator's config reloader, one static binary
 
 `reference(name)` is what a container runtime calls the image: `ctr images import --base-name
@@ -21,9 +21,8 @@ PLUGIN = "tfjobgen-argocd-plugin"
 PAUSE = "pause"
 PAUSE_TAG = "3.10.1"  # the release Kubernetes 1.34 names as its sandbox image
 PROMETHEUS = "prometheus"
-PROMETHEUS_DEB = "2.42.0+ds-5+deb12u1"  # Debian bookworm's package: the image's one input besides the base
 RELOADER = "prometheus-config-reloader"
-NAMES = (RUNTIME, PLUGIN, PAUSE, PROMETHEUS, RELOADER)  # the build order: the Debian ones share their base layer
+NAMES = (RUNTIME, PLUGIN, PAUSE, PROMETHEUS, RELOADER)  # the build order: the two Debian ones share their base layer
 _REPOSITORIES = {PAUSE: "registry.k8s.io/pause"}  # ours are bare names: a platform pushes them where it likes
 # What a local cluster's real nodes pull, and the path each has in the cluster's registry: the runtime under
 # the path the repository's jobs name (jobs/wide-deep.yaml: registry.example.com/ml/tfjobgen-runtime), the
@@ -41,12 +40,14 @@ def project_version() -> str:
 
 def tag(name: str) -> str:
     check(name)
-    if name == PROMETHEUS:  # upstream's release, as the Prometheus object's `version` names it
-        return "v" + PROMETHEUS_DEB.split("+")[0]
-    if name == RELOADER:  # the operator's release: its default reloader tag
+    if name in (PROMETHEUS, RELOADER):  # the releases built: the Prometheus object's `version`, the reloader's tag
         from ..programs import family_of
 
-        return family_of(RELOADER).version
+        family = family_of(name)
+        if name == PROMETHEUS:  # its module's v0.305.0 is Prometheus 3.5.0
+            minor = int(family.version.split(".")[1])
+            return f"v{minor // 100}.{minor % 100}.{family.version.split('.')[2]}"
+        return family.version
     return PAUSE_TAG if name == PAUSE else project_version()
 
 

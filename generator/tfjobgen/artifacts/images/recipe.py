@@ -8,7 +8,6 @@ and an unchanged one is reused. The inputs are data here; build.py does what the
     runtime  runtime deps + tfjobgen's sources (the files its wheel is made of) + the commit's time
     plugin   plugin deps + tfjobgen's sources + kustomize's bytes + argocd/plugin/plugin.yaml
     single   one binary's bytes + where it goes + name and tag
-    debian   base + one Debian package's program (its .deb's bytes): Prometheus
 
 What is not in a key: the Debian archive's state (a point release moves it; packages.txt says
 what was installed), and the host's tools' versions (mmdebstrap, umoci, GNU tar).
@@ -137,7 +136,3 @@ def single_binary_key(binary: Path, name: str, tag: str, entrypoint: tuple[str, 
     return digest(("recipe", RECIPE_VERSION), ("binary", file_digest(binary)), ("name", name), ("tag", tag),
                   ("entrypoint", "\0".join(entrypoint)), ("user", user), ("epoch", str(BASE_EPOCH)))
 
-
-def debian_program_key(deb: Path, name: str, tag: str, entrypoint: tuple[str, ...]) -> str:
-    return digest(("base", base_key()), ("deb", file_digest(deb)), ("name", name), ("tag", tag),
-                  ("entrypoint", "\0".join(entrypoint)))
