@@ -197,7 +197,13 @@ def test_promtool_fires_each_alert_on_its_case_and_not_otherwise(tmp_path):
                             f'phase="Failed"}}', "values": "0x19 1x20"} for s in ("aaaaa", "bbbbb", "ccccc")),
                 # ps-0's new pod is scraped from minute 30; ps-1 serves throughout and never failed.
                 {"series": 'up{namespace="ml-training", pod="gpu-ranker-ps-0-ddddd"}', "values": "_x30 1x10"},
+                # the failed pod's own last scrape: its `up` stays 1 until discovery drops it (not Running: ignored)
+                {"series": 'up{namespace="ml-training", pod="gpu-ranker-ps-0-ccccc"}', "values": "1x25"},
                 {"series": 'up{namespace="ml-training", pod="gpu-ranker-ps-1-eeeee"}', "values": "1x40"},
+                {"series": 'kube_pod_status_phase{namespace="ml-training", pod="gpu-ranker-ps-0-ddddd", '
+                           'phase="Running"}', "values": "_x30 1x10"},
+                {"series": 'kube_pod_status_phase{namespace="ml-training", pod="gpu-ranker-ps-1-eeeee", '
+                           'phase="Running"}', "values": "1x40"},
                 {"series": 'kube_pod_status_phase{namespace="ml-training", pod="gpu-ranker-ps-1-eeeee", '
                            'phase="Failed"}', "values": "0x40"},
                 # worker 1 killed for memory at minute 10.

@@ -145,7 +145,7 @@ def rules(plan: JobPlan) -> list[dict]:
 
 def _ps_down(plan: JobPlan) -> dict:
     """A PS whose pod failed and that no pod of its task serves again: every step waits for it. The failed
-    pod comes from kube-state-metrics; that the task is back, from its new pod's scrape (`up`). A PS that
+    pod comes from kube-state-metrics; that the task is back, from a Running pod of it being scraped (`up`). A PS that
     ended well (the chief said training is over) is no failed pod, so a finished job does not fire."""
     job = plan.job
     ps = f'namespace="{job.namespace}", pod=~"{names.pods_pattern(job, ("ps",))}"'
@@ -158,9 +158,12 @@ def _ps_down(plan: JobPlan) -> dict:
                            "yet: the chief fails and resumes from its checkpoint once the PS is back. It clears when "
                            "the new pod is scraped; if it stays, `kubectl get pods` shows why the new pod waits.",
         },
+        # A pod of the task counts as back only if Running as well as scraped: the failed pod's own `up` keeps
+        # its last 1 until discovery drops its target (up to 5 s after the pod fails), which would hold the
+        # alert back; its phase comes in the same kube-state-metrics sample as the Failed one.
         "expr": f"count by (namespace, task) (label_replace(kube_pod_status_phase{{{ps}, phase=\"Failed\"}} == 1, "
-                f"{task})) unless on (namespace, task) count by (namespace, task) (label_replace(up{{{ps}}} == 1, "
-                f"{task}))",
+                f"{task})) unless on (namespace, task) count by (namespace, task) (label_replace((up{{{ps}}} == 1) "
+                f"and on (namespace, pod) (kube_pod_status_phase{{{ps}, phase=\"Running\"}} == 1), {task}))",
         "for": "0m",
         "labels": {"namespace": job.namespace, "training_job": job.name, "severity": "critical"},
     }
