@@ -261,7 +261,13 @@ def built_crds() -> dict[str, str]:
     return found
 
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the families' CRDs are megabytes
+def _yaml_loader():
+    from tfjobgen.kit import crd_yaml  # libyaml's where there is one: the families' CRDs are megabytes
+
+    return crd_yaml.Loader
+
+
+_YAML_LOADER = _yaml_loader()
 _YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 

@@ -9,11 +9,14 @@ monitoring on; PodMonitor and PrometheusRule are validated with the upstream CRD
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pss
 import pytest
-from conftest import REPO, SAMPLE, crd_dir, problems_of, render
+from conftest import REPO, SAMPLE, crd_dir, need, problems_of, render, uses
 
 from jobs import job_yaml
 from tfjobgen import backends
@@ -24,6 +27,7 @@ from tfjobgen.shared import contract
 
 PROD = "prod-96c"
 GOLDEN_GPU = REPO / "tests" / "golden" / "gpu-monitoring"
+PROD_PROFILE = REPO / "overlays" / PROD / "cluster-profile.yaml"
 
 
 def _of_kind(objects, kind):
@@ -103,6 +107,71 @@ def test_prod_dashboard_is_loadable_json_with_a_row_per_ps(overlay_objects):
                        "container_network_receive_bytes_total", "container_network_transmit_bytes_total",
                        "tfjobgen_steps_total", "tfjobgen_loss", "tfjobgen_step_duration_seconds_bucket"):
             assert metric in exprs, metric
+
+
+# Grafana's published dashboard schema, as data: @grafana/schema's TypeScript types (the `Dashboard` of its
+# v1 "raw" schema, Grafana's own JSON model), checked by TypeScript's compiler. npm installs both; no Grafana.
+GRAFANA_SCHEMA = Path(os.environ.get("TFJOBGEN_GRAFANA_SCHEMA") or Path.home() / ".cache/tfjobgen/grafana-schema")
+GRAFANA_PACKAGES = ("typescript@5.9.3", "@grafana/schema@13.2.3")
+
+
+@uses("slow")
+def _tsc() -> str:
+    found = GRAFANA_SCHEMA / "node_modules" / ".bin" / "tsc"
+    return need("Grafana's schema (TypeScript's compiler and @grafana/schema)",
+                str(found) if found.is_file() and (GRAFANA_SCHEMA / "node_modules/@grafana/schema").is_dir() else None,
+                f"npm install --prefix {GRAFANA_SCHEMA} {' '.join(GRAFANA_PACKAGES)}")
+
+
+def _type_check(tsc: str, board: dict, folder: Path) -> list[str]:
+    """tsc's errors for the dashboard JSON as an object literal typed Dashboard: an unknown field (excess
+    property), a wrong type or a missing required field is an error."""
+    source = folder / "board.ts"
+    source.write_text('import type { Dashboard } from "@grafana/schema";\n'
+                      f"const board: Dashboard = {json.dumps(board, indent=1)};\nexport default board;\n")
+    (folder / "node_modules").symlink_to(GRAFANA_SCHEMA / "node_modules")
+    done = subprocess.run([tsc, "--noEmit", "--strict", "--skipLibCheck", "--module", "esnext", "--moduleResolution",
+                           "bundler", "--target", "es2020", str(source)], capture_output=True, text=True, timeout=120,
+                          cwd=folder)
+    return [line for line in done.stdout.splitlines() if "error" in line]
+
+
+def test_the_dashboard_type_checks_against_grafanas_published_dashboard_schema(tmp_path):
+    """What is checked: every field name and value type of the dashboard, its panels, rows, grid positions,
+    field config and templating against Grafana's Dashboard model. Not checked: the Prometheus queries' own
+    fields (a panel's targets are DataQuery, which any data source extends) and what Grafana does on load."""
+    tsc = _tsc()
+    objects = render(SAMPLE / "jobs" / "wide-deep.yaml", profile=PROD_PROFILE)
+    (board,) = [json.loads(next(iter(o["data"].values()))) for o in _of_kind(objects, "ConfigMap")
+                if o["metadata"]["name"].endswith("-dashboard")]
+    assert _type_check(tsc, board, tmp_path) == []
+    # and it can fail: a field Grafana does not know, a value of the wrong type
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    wrong = dict(board, refresh=30, panels=[dict(board["panels"][1], gridPos={"h": 8, "w": 8, "x": 0, "y": 1, "z": 2})])
+    errors = _type_check(tsc, wrong, broken)
+    assert len(errors) == 2 and "'number' is not assignable to type 'string'" in " ".join(errors) \
+        and "'\"z\"' does not exist in type 'GridPos'" in " ".join(errors), errors
+
+
+def test_the_panels_that_need_the_runtimes_metrics_say_so(tmp_path):
+    """A program of your own shows cAdvisor's panels whatever it serves; the others need tfjobgen_* metrics."""
+    from tfjobgen.addons import dashboard
+
+    own = tmp_path / "own.yaml"
+    own.write_text((SAMPLE / "jobs" / "wide-deep.yaml").read_text().replace(
+        "spec:\n", "spec:\n  command: [python, train.py]\n", 1))
+    for job, mark in ((SAMPLE / "jobs" / "wide-deep.yaml", ""), (own, dashboard.RUNTIME_MARK)):
+        objects = render(job, profile=PROD_PROFILE)
+        (board,) = [json.loads(next(iter(o["data"].values()))) for o in _of_kind(objects, "ConfigMap")
+                    if o["metadata"]["name"].endswith("-dashboard")]
+        panels = [p for p in board["panels"] if p["type"] != "row"]
+        for panel in panels:
+            runtime = any("tfjobgen_" in t["expr"] for t in panel["targets"])
+            assert ("tfjobgen's runtime metrics" in panel["description"]) == runtime, panel["title"]
+            assert panel["title"].endswith(mark) if runtime and mark else not panel["title"].endswith(
+                dashboard.RUNTIME_MARK), panel["title"]
+        assert {p["title"] for p in panels if "kubelet" in p["description"]} >= {"CPU (cores)", "Memory (working set)"}
 
 
 def test_monitoring_off_emits_no_monitoring_objects():
@@ -260,9 +329,34 @@ def test_the_pod_alerts_select_the_pods_each_controller_names(backend, tmp_path)
     objects = render(job, profile=GOLDEN_GPU / "profile.yaml")
     [rule] = _of_kind(objects, "PrometheusRule")
     patterns = {m for r in rule["spec"]["groups"][0]["rules"] for m in re.findall(r'pod=~"([^"]+)"', r["expr"])}
-    assert len(patterns) == 1, patterns
-    pattern = re.compile(patterns.pop())  # PromQL anchors =~ at both ends: fullmatch
+    ps_only = {p for p in patterns if "(ps)" in p}  # TFJobGenPSDown's
+    assert len(patterns - ps_only) == 1 and len(ps_only) == 1, patterns
     pods = backends.pods_of(objects)
-    names = [p.hostname if backend == "tfjob" else f"{p.owner}-{p.index}-x7k2p" for p in pods]
-    assert all(pattern.fullmatch(n) for n in names), [n for n in names if not pattern.fullmatch(n)]
-    assert not pattern.fullmatch("wide-deep-eval-0-x7k2p") and not pattern.fullmatch("other-ps-0-x7k2p")
+    names = {(p.hostname if backend == "tfjob" else f"{p.owner}-{p.index}-x7k2p"): p.role for p in pods}
+    for pattern, roles in ((patterns - ps_only).pop(), set(names.values())), (ps_only.pop(), {"ps"}):
+        pattern = re.compile(pattern)  # PromQL anchors =~ at both ends: fullmatch
+        assert {n for n in names if pattern.fullmatch(n)} == {n for n, role in names.items() if role in roles}
+        assert not pattern.fullmatch("wide-deep-eval-0-x7k2p") and not pattern.fullmatch("other-ps-0-x7k2p")
+
+
+def test_what_cluster_up_monitoring_makes_is_valid_against_the_operators_own_crds():
+    """The Prometheus, ServiceMonitor and ScrapeConfig `cluster up --monitoring` applies, against the CRDs of the
+    operator release it runs (cluster-tools' build; the node tier applies them for real)."""
+    from tfjobgen.artifacts import programs
+    from tfjobgen.cluster.controllers import kube_state_metrics, prometheus_operator
+
+    family = programs.family_of("prometheus-operator")
+    folder = family.asset("example/prometheus-operator-crd")
+    schemas = crds.load(Path(need("the prometheus-operator family's CRDs (make cluster-tools)",
+                                  str(folder) if folder.is_dir() else None)))
+    monitoring = pipeline.load_profile(str(REPO / "tests/nodes/profiles/monitoring.yaml")).monitoring
+    made = prometheus_operator.objects(monitoring) + [kube_state_metrics.scrape_config(monitoring, 8080)]
+    custom = [o for o in made if o["apiVersion"].startswith("monitoring.coreos.com/")]
+    assert {o["kind"] for o in custom} == {"Prometheus", "ServiceMonitor", "ScrapeConfig"}
+    for obj in custom:
+        assert crds.crd_errors(obj, schemas) == [], obj["kind"]
+    prometheus = next(o for o in custom if o["kind"] == "Prometheus")["spec"]
+    assert prometheus["podMonitorSelector"] == {"matchLabels": {"release": "kps"}}
+    assert prometheus["ruleSelector"] == {"matchLabels": {"release": "kps"}}
+    broken = dict(custom[0], spec={**custom[0]["spec"], "scrapeIntervall": "5s"})  # and a typo is caught
+    assert crds.crd_errors(broken, schemas)

@@ -172,7 +172,8 @@ def test_promtool_fires_each_alert_on_its_case_and_not_otherwise(tmp_path):
     promtool = _promtool()
     spec = _rules_of(render(GPU_CASE / "job.yaml", profile=GPU_CASE / "profile.yaml"))
     by_name = {rule["alert"]: rule for rule in spec["groups"][0]["rules"]}
-    assert set(by_name) == {"TFJobGenNoProgress", "TFJobGenHotPS", "TFJobGenTaskPending", "TFJobGenTasksFailing"}
+    assert set(by_name) == {"TFJobGenNoProgress", "TFJobGenHotPS", "TFJobGenTaskPending", "TFJobGenTasksFailing",
+                            "TFJobGenTaskOOMKilled", "TFJobGenPSDown"}
     ours = 'namespace="ml-training", training_job="gpu-ranker"'
     pod = 'namespace="ml-training", pod="gpu-ranker-worker-1-x7k2p"'
     other_pod = 'namespace="ml-training", pod="other-job-worker-0-abcde"'
@@ -194,6 +195,20 @@ def test_promtool_fires_each_alert_on_its_case_and_not_otherwise(tmp_path):
                 # Three failed pods from minute 20 (the profile allows 2).
                 *({"series": f'kube_pod_status_phase{{namespace="ml-training", pod="gpu-ranker-ps-0-{s}", '
                             f'phase="Failed"}}', "values": "0x19 1x20"} for s in ("aaaaa", "bbbbb", "ccccc")),
+                # ps-0's new pod is scraped from minute 30; ps-1 serves throughout and never failed.
+                {"series": 'up{namespace="ml-training", pod="gpu-ranker-ps-0-ddddd"}', "values": "_x30 1x10"},
+                # the failed pod's own last scrape: its `up` stays 1 until discovery drops it (not Running: ignored)
+                {"series": 'up{namespace="ml-training", pod="gpu-ranker-ps-0-ccccc"}', "values": "1x25"},
+                {"series": 'up{namespace="ml-training", pod="gpu-ranker-ps-1-eeeee"}', "values": "1x40"},
+                {"series": 'kube_pod_status_phase{namespace="ml-training", pod="gpu-ranker-ps-0-ddddd", '
+                           'phase="Running"}', "values": "_x30 1x10"},
+                {"series": 'kube_pod_status_phase{namespace="ml-training", pod="gpu-ranker-ps-1-eeeee", '
+                           'phase="Running"}', "values": "1x40"},
+                {"series": 'kube_pod_status_phase{namespace="ml-training", pod="gpu-ranker-ps-1-eeeee", '
+                           'phase="Failed"}', "values": "0x40"},
+                # worker 1 killed for memory at minute 10.
+                {"series": f'kube_pod_container_status_terminated_reason{{{pod}, container="tensorflow", '
+                           'reason="OOMKilled"}', "values": "_x9 1x30"},
             ],
             "alert_rule_test": [
                 {"eval_time": "12m", "alertname": "TFJobGenNoProgress", "exp_alerts": []},
@@ -207,6 +222,13 @@ def test_promtool_fires_each_alert_on_its_case_and_not_otherwise(tmp_path):
                 {"eval_time": "15m", "alertname": "TFJobGenTasksFailing", "exp_alerts": []},
                 {"eval_time": "25m", "alertname": "TFJobGenTasksFailing", "exp_alerts": [_alert(
                     by_name["TFJobGenTasksFailing"])]},
+                {"eval_time": "5m", "alertname": "TFJobGenTaskOOMKilled", "exp_alerts": []},
+                {"eval_time": "12m", "alertname": "TFJobGenTaskOOMKilled", "exp_alerts": [_alert(
+                    by_name["TFJobGenTaskOOMKilled"], pod="gpu-ranker-worker-1-x7k2p")]},
+                {"eval_time": "15m", "alertname": "TFJobGenPSDown", "exp_alerts": []},
+                {"eval_time": "25m", "alertname": "TFJobGenPSDown", "exp_alerts": [_alert(
+                    by_name["TFJobGenPSDown"], task="ps-0")]},
+                {"eval_time": "35m", "alertname": "TFJobGenPSDown", "exp_alerts": []},  # its new pod is scraped
             ],
         }, {
             "interval": "1m",

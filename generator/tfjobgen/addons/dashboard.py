@@ -4,6 +4,10 @@
     Per role    CPU, memory, network in and out of every role's pods (the kubelet's cAdvisor metrics)
     PS $ps      repeated per PS: bytes it holds, its CPU, its network; a hot PS stands out
 
+Each panel says where its data comes from (its description): the runtime's `tfjobgen_*` metrics, which a
+program of your own (spec.command) shows only if it serves them (docs/observability.md, own programs), or
+the kubelet's cAdvisor, there for any program. For a program of your own, the titles of the first kind
+also end in RUNTIME_MARK.
 cAdvisor labels its series by pod, not by role: the role is read from the pod
 name (`<job>-<role>-<index>-<suffix>`, names.pods_pattern) with label_replace.
 The JSON is written with sorted keys, so the same plan gives the same bytes.
@@ -19,6 +23,10 @@ from ..shared import contract
 
 _WIDTH = 24  # Grafana's grid is 24 columns wide
 _HEIGHT = 8
+RUNTIME_MARK = " (tfjobgen_* metrics)"
+_FROM_RUNTIME = ("From tfjobgen's runtime metrics (tfjobgen_*, docs/observability.md): a program of your own shows "
+                 "data here only if it serves them on its metrics port.")
+_FROM_KUBELET = "From the kubelet's cAdvisor: there for any program."
 
 
 def _uid(plan: JobPlan) -> str:
@@ -29,8 +37,10 @@ def _uid(plan: JobPlan) -> str:
 
 
 def _panel(title: str, unit: str, targets: list[tuple[str, str]], x: int, y: int, width: int = 8) -> dict:
+    runtime = any("tfjobgen_" in expr for expr, _ in targets)
     return {
         "datasource": {"type": "prometheus", "uid": "${datasource}"},
+        "description": _FROM_RUNTIME if runtime else _FROM_KUBELET,
         "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
         "gridPos": {"h": _HEIGHT, "w": width, "x": x, "y": y},
         "targets": [{"datasource": {"type": "prometheus", "uid": "${datasource}"}, "expr": expr,
@@ -100,6 +110,10 @@ def dashboard(plan: JobPlan) -> dict:
             "query": {"query": f"label_values(tfjobgen_ps_variable_bytes{{{ours}}}, index)", "refId": "ps"},
             "refresh": 2, "sort": 3, "type": "query",
         })
+    if not job.uses_runtime:  # the panels that stay empty unless the program serves tfjobgen_* itself
+        for panel in panels:
+            if panel.get("description") == _FROM_RUNTIME:
+                panel["title"] += RUNTIME_MARK
     return {
         "editable": False,
         "panels": panels,

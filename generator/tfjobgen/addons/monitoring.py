@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..concerns import labels, metadata, names
 from ..concerns.jobplan import JobPlan
+from ..inputs.problems import Problem
 from ..shared import contract
 from . import dashboard
 
@@ -32,6 +33,17 @@ def objects(plan: JobPlan) -> list[dict]:
     if settings.dashboards:
         found.append(dashboard_config_map(plan))
     return found
+
+
+def check(job, profile) -> list[Problem]:
+    """A job in the monitoring namespace: the NetworkPolicy's scrape rule would admit every pod beside it (the
+    rule admits that namespace), and Prometheus' own pods would share the team's quota and policies."""
+    settings = profile.monitoring
+    if settings.enabled and job.namespace == settings.namespace:
+        return [Problem(f"'{job.namespace}' is the cluster's monitoring namespace (the profile's "
+                        "spec.monitoring.namespace), where Prometheus runs and which the job's NetworkPolicy admits "
+                        "to every metrics port: put the job in its team's namespace", "metadata.namespace")]
+    return []
 
 
 def _metadata(plan: JobPlan, name: str, extra: dict, namespace: str | None = None) -> dict:
@@ -113,8 +125,48 @@ def rules(plan: JobPlan) -> list[dict]:
         "expr": f"sum by (namespace) (kube_pod_status_phase{{{pods}, phase=\"Failed\"}}) > {alerts.restarts}",
         "for": "0m",
         "labels": {**common, "severity": "critical"},
+    }, {
+        "alert": "TFJobGenTaskOOMKilled",
+        "annotations": {
+            "summary": f"a task of {job.name} was killed for going over its memory limit",
+            "description": "The kernel ended the container at its memory limit (OOMKilled, exit 137); its Job "
+                           "replaces it against the task's failure budget. Raise the role's memory, or lower what "
+                           "the task holds (`tfjobgen plan` shows each PS's bytes).",
+        },
+        "expr": f"sum by (namespace, pod) (kube_pod_container_status_terminated_reason{{{pods}, "
+                f"reason=\"OOMKilled\"}}) > 0",
+        "for": "0m",
+        "labels": {**common, "severity": "warning"},
     }]
+    if "ps" in job.roles:
+        found.append(_ps_down(plan))
     return found
+
+
+def _ps_down(plan: JobPlan) -> dict:
+    """A PS whose pod failed and that no pod of its task serves again: every step waits for it. The failed
+    pod comes from kube-state-metrics; that the task is back, from a Running pod of it being scraped (`up`). A PS that
+    ended well (the chief said training is over) is no failed pod, so a finished job does not fire."""
+    job = plan.job
+    ps = f'namespace="{job.namespace}", pod=~"{names.pods_pattern(job, ("ps",))}"'
+    task = f'"task", "$1-$2", "pod", "{names.pods_pattern(job, ("ps",)).replace("-[0-9]+", "-([0-9]+)", 1)}"'
+    return {
+        "alert": "TFJobGenPSDown",
+        "annotations": {
+            "summary": f"a PS of {job.name} failed and is not back",
+            "description": "Its pod failed (killed, out of memory, its node lost) and no new pod of the task serves "
+                           "yet: the chief fails and resumes from its checkpoint once the PS is back. It clears when "
+                           "the new pod is scraped; if it stays, `kubectl get pods` shows why the new pod waits.",
+        },
+        # A pod of the task counts as back only if Running as well as scraped: the failed pod's own `up` keeps
+        # its last 1 until discovery drops its target (up to 5 s after the pod fails), which would hold the
+        # alert back; its phase comes in the same kube-state-metrics sample as the Failed one.
+        "expr": f"count by (namespace, task) (label_replace(kube_pod_status_phase{{{ps}, phase=\"Failed\"}} == 1, "
+                f"{task})) unless on (namespace, task) count by (namespace, task) (label_replace((up{{{ps}}} == 1) "
+                f"and on (namespace, pod) (kube_pod_status_phase{{{ps}, phase=\"Running\"}} == 1), {task}))",
+        "for": "0m",
+        "labels": {"namespace": job.namespace, "training_job": job.name, "severity": "critical"},
+    }
 
 
 def prometheus_rule(plan: JobPlan) -> dict:

@@ -128,6 +128,11 @@ _STAMPS = {
     "kustomize": lambda version: [f"-X sigs.k8s.io/kustomize/api/provenance.version={version}"],
     "act": lambda version: [f"-X main.version={version}"],
     "kube-router": lambda version: [f"-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version={version}"],
+    "prometheus": lambda version: [f"-X github.com/prometheus/common/version.Version={version.lstrip('v')}"],
+    # the server's module is tagged v0.MMM.P for release M.MM.P (v0.305.0: 3.5.0)
+    "prometheus-server": lambda version: [
+        "-X github.com/prometheus/common/version.Version="
+        f"{int(version.split('.')[1]) // 100}.{int(version.split('.')[1]) % 100}.{version.split('.')[2]}"],
 }
 
 

@@ -1,8 +1,8 @@
 """`tfjobgen cluster ...`, registered with the CLI (cli.FEATURE_COMMANDS).
 
     tfjobgen cluster tools [FAMILY...] [--on-request] [--list]   build the cluster's programs (make cluster-tools)
-    tfjobgen cluster up --profile FILE [--nodes N] [--real-nodes N] [--kubernetes RELEASE] [--name NAME]
-                        [--argocd REPO [--argocd-mode ...]]
+    tfjobgen cluster up --profile FILE [--nodes N] [--real-nodes N [--monitoring]] [--kubernetes RELEASE]
+                        [--name NAME] [--argocd REPO [--argocd-mode ...]]
     tfjobgen cluster down [--name NAME]
     tfjobgen cluster list
 
@@ -46,6 +46,10 @@ def register(commands) -> None:
     up.add_argument("--real-nodes", type=_real_nodes, default=0, metavar="N",
                     help="make the first N nodes of the main group real: kubelet, containerd, CNI, CoreDNS, "
                          "kube-router and a registry with the images of `make images` (root; docs/nodes.md)")
+    up.add_argument("--monitoring", action="store_true",
+                    help="also run the Prometheus Operator and a Prometheus pod in the profile's monitoring namespace "
+                         "on a real node, scraping what the profile's jobs render (needs --real-nodes and the "
+                         "images of `make images`; docs/observability.md)")
     up.add_argument("--kubernetes", default="", metavar="RELEASE",
                     help="the control plane's Kubernetes release, a minor (1.30) or exact (v1.30.14) one of "
                          "cluster-tools/versions.yaml (default: the kubernetes family's; docs/releases.md)")
@@ -126,7 +130,7 @@ def _up(args) -> int:
         gitops = argocd.source(args.argocd, args.argocd_mode or "plugin", args.argocd_plugin_image) \
             if args.argocd else None
         state = control.up(pipeline.load_profile(args.profile), args.nodes, args.name, say, warn, gitops,
-                           real_nodes=args.real_nodes, kubernetes=args.kubernetes)
+                           real_nodes=args.real_nodes, kubernetes=args.kubernetes, monitoring=args.monitoring)
     except (control.ClusterError, argocd.ArgoCDError, programs.ToolsMissing, processes.StartFailed, TimeoutError,
             shape.TooManyNodes, bring_up.NodesError, network.NetworkError) as err:
         print(f"tfjobgen cluster up: {err}", file=sys.stderr)

@@ -46,6 +46,7 @@ class Context:
     running: list[str] = field(default_factory=list)  # the controllers started (their NAMEs), in order
     missing: dict[str, str] = field(default_factory=dict)  # controller -> why it does not run
     argocd: dict = field(default_factory=dict)  # Argo CD's settings, when it runs
+    asked: tuple[str, ...] = ()  # the flags of `up` that start a part (a controller's ASKED): "--monitoring"
     part: str = ""  # the part being started (a controller's NAME, "argocd"): its ports are named after it
 
     @property

@@ -50,10 +50,11 @@ class ClusterError(Exception):
 
 def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str], None],
        warn: Callable[[str], None], gitops: "argocd.Source | None" = None, real_nodes: int = 0,
-       kubernetes: str = "") -> home.ClusterState:
+       kubernetes: str = "", monitoring: bool = False) -> home.ClusterState:
     """Start a cluster shaped as the profile, loaded by the caller (and Argo CD reading `gitops`); its state
     once every node is Ready. `real_nodes`: how many of the main group's nodes run containers (nodes/);
-    `kubernetes`: the control plane's release ("1.30", "v1.37.2"; "": the default, plane/release.py)."""
+    `kubernetes`: the control plane's release ("1.30", "v1.37.2"; "": the default, plane/release.py);
+    `monitoring`: the Prometheus Operator and a Prometheus pod on a real node (controllers/prometheus_operator.py)."""
     cluster_folder = checked_folder(name)
     errors = [p for p in pipeline.check_profile(profile) if p.is_error]
     if errors:
@@ -69,6 +70,8 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
     if skew:
         raise ClusterError(f"--real-nodes: {skew}: pass a --kubernetes release the kubelet may join, or none "
                            "(the default release)")
+    if monitoring:
+        _check_monitoring(profile, real_nodes)
     files = ClusterFiles(cluster_folder)
     real = _plan_real_nodes(profile, groups, real_nodes, files.nodes)
     lacking = programs.missing(CORE_PROGRAMS)
@@ -80,9 +83,11 @@ def up(profile: ClusterProfile, nodes: int | None, name: str, say: Callable[[str
         argocd.check(gitops, profile.name)
     images = _node_images() if real else []
     bring_up.check_machine(real, images)
+    if monitoring:
+        images += _monitoring_images()
     plan = Plan(name, _node_objects(groups, real), real, images, gitops)
     _claim(name, cluster_folder)
-    context = Context(files, profile, chosen, _timed(say), warn)
+    context = Context(files, profile, chosen, _timed(say), warn, asked=("--monitoring",) if monitoring else ())
     try:
         for step in STEPS:
             step(context, plan)
@@ -205,8 +210,13 @@ def start_network_policy(context: Context, plan: Plan) -> None:
 
 
 def start_controllers(context: Context, plan: Plan) -> None:
+    from .controllers import kube_state_metrics, prometheus_operator
+
     context.say("controllers")
     start_all(context)
+    for asked in (prometheus_operator, kube_state_metrics):  # asked for by name: not started is a failed `up`
+        if asked.ASKED in context.asked and asked.NAME in context.missing:
+            raise ClusterError(f"{asked.ASKED}: {asked.NAME} {context.missing[asked.NAME]}")
 
 
 def start_argocd(context: Context, plan: Plan) -> None:
@@ -291,6 +301,38 @@ def _node_images() -> list | None:
         built = store.built(name)
         if built is None:
             return None
+        found.append(bring_up.Image(archive=built.archive, repository=catalog.path_in_registry(name), tag=built.tag))
+    return found
+
+
+def _check_monitoring(profile: ClusterProfile, real_nodes: int) -> None:
+    """What `--monitoring` needs before anything starts: a node to run Prometheus on, monitoring turned on in the
+    profile (its jobs render nothing to scrape otherwise), its programs built."""
+    if not real_nodes:
+        raise ClusterError("--monitoring: Prometheus runs as a pod of the profile's monitoring namespace, which "
+                           "needs a real node: add --real-nodes N (docs/nodes.md)")
+    if not profile.monitoring.enabled:
+        origin = profile.origin
+        where = f"{origin.file}:{origin.line_of('spec.monitoring.enabled')}: " if origin.file else ""
+        raise ClusterError(f"--monitoring: {where}spec.monitoring.enabled: false, so the profile's jobs render no "
+                           "PodMonitor to scrape: set it to true, or leave out --monitoring")
+    lacking = programs.missing(["prometheus-operator", "kube-state-metrics"])
+    if lacking:
+        families = " ".join(sorted({programs.family_of(p).name for p in lacking}))
+        raise programs.ToolsMissing(f"--monitoring: {', '.join(lacking)} not built: run `tfjobgen cluster tools "
+                                    f"{families}` (binaries go to {programs.cache_root()})")
+
+
+def _monitoring_images() -> list:
+    """The images of catalog.FOR_MONITORING, as built by `make images`; ClusterError naming one not built."""
+    from ..artifacts.images import catalog, store
+
+    found = []
+    for name in catalog.FOR_MONITORING:
+        built = store.built(name)
+        if built is None:
+            raise ClusterError(f"--monitoring: the image {name} is not built: run `tfjobgen images build {name}` "
+                               "(make images)")
         found.append(bring_up.Image(archive=built.archive, repository=catalog.path_in_registry(name), tag=built.tag))
     return found
 

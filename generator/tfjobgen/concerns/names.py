@@ -79,12 +79,13 @@ def tensorboard(job: TrainingJob) -> str:
     return f"{job.name}-tensorboard"
 
 
-def pods_pattern(job: TrainingJob) -> str:
+def pods_pattern(job: TrainingJob, roles: tuple[str, ...] | None = None) -> str:
     """A regular expression for the names of the job's pods as their controllers name them: the Job
     controller's `<job>-<role>-<index>-<random suffix>` (an Indexed Job `<job>-<role>` adds the index,
     a Job per task is already `<job>-<role>-<index>`; JobSet's child Jobs too) and the TFJob operator's
-    `<job>-<role>-<index>`, without a suffix. Metrics that know pods only by name select with it."""
-    return f"{job.name}-({'|'.join(job.roles)})-[0-9]+(-.+)?"
+    `<job>-<role>-<index>`, without a suffix. Metrics that know pods only by name select with it.
+    `roles`: only those roles' pods (default: every role's)."""
+    return f"{job.name}-({'|'.join(roles or job.roles)})-[0-9]+(-.+)?"
 
 
 def role_workload(job: TrainingJob, role: str) -> str:

@@ -227,7 +227,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[trainingjob.Train
 
         problems += workload.check(job)
     for check in (container.check_image, qos.check, topology.check, environment.check, lifecycle.check, tensorboard.check,
-                  podspec.check, backend.check):
+                  podspec.check, monitoring.check, backend.check):
         problems += check(job, profile)
     problems += gang.check(job, profile, backend.one_object)
     if not has_errors(problems):  # sizes are worth computing only for a job that is otherwise right

@@ -343,6 +343,10 @@ def _strings(profile: ClusterProfile) -> list[Problem]:
     problems += kubernetes_syntax.check_map(monitoring.pod_monitor_labels, "spec", "monitoring", "podMonitorLabels")
     problems += kubernetes_syntax.check_map(monitoring.rule_labels, "spec", "monitoring", "ruleLabels")
     dashboard_label = kubernetes_syntax.key_problem(monitoring.dashboard_label, "spec.monitoring.dashboards.label")
+    if monitoring.enabled and monitoring.namespace in (profile.namespaces or ()):
+        problems.append(Problem(f"'{monitoring.namespace}' is also a team's namespace of spec.namespaces: Prometheus "
+                                "runs there and every job's NetworkPolicy admits its pods to the metrics port; give "
+                                "monitoring a namespace of its own", "spec.monitoring.namespace"))
     problems += [dashboard_label] if dashboard_label else []
     gang = profile.gang
     wrong = kubernetes_syntax.dns_subdomain_problem(gang.scheduler_name)

@@ -4,7 +4,8 @@
              own layer (tfjobgen, and for the plugin kustomize, plugin.yaml, user 999). The base and each
              deps stage are cached by their input digests (recipe.py): a tfjobgen change rebuilds one
              small layer; the runtime and the plugin share the base layer (the same blob).
-    pause    single_binary_image(): one layer, one static binary (cluster-tools' pause).
+    pause    single_binary_image(): one layer, one static binary (cluster-tools' pause); Prometheus and the
+             operator's config reloader the same way.
     entry    single_binary_image() of cluster-tools' entry, at ENTRY_PATH, run as 65532.
     fixture  the runtime's base and deps stages and a layer with a team's training script: no tfjobgen.
 
@@ -37,6 +38,9 @@ PAUSE_ENTRYPOINT = ("/pause",)
 PAUSE_USER = "65535:65535"  # upstream's pause image runs as nobody
 ENTRY_PATH = "/tfjobgen-entry"  # where the entry image holds the binary its init container copies (`copy`)
 TEAM_SCRIPT_PATH = "/opt/team/train.py"
+PROMETHEUS_ENTRYPOINT = ("/bin/prometheus",)  # the operator gives only arguments, as to upstream's image
+RELOADER_ENTRYPOINT = ("/bin/prometheus-config-reloader",)
+MONITORING_USER = "65534:65534"  # upstream's Prometheus images run as nobody
 IMAGE_ENV = {"PATH": rootfs.ENV["PATH"], "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
 
 
@@ -391,6 +395,24 @@ def team_fixture(steps: Steps) -> store.BuiltImage:
                              deps_stage.packages() + [f"script {TEAM_SCRIPT_PATH}"], deps_stage.layer_bytes() + [size])
     finally:
         shutil.rmtree(staged, ignore_errors=True)
+def prometheus(steps: Steps) -> store.BuiltImage:
+    """prometheus:v3.5.0 from cluster-tools' build of Prometheus' module (Debian's 2.42 has no kubernetes_sd)."""
+    try:
+        binary = programs.program("prometheus")
+    except (programs.ToolsMissing, KeyError) as err:
+        raise InputMissing(f"{catalog.PROMETHEUS}: {err}") from None
+    return single_binary_image(binary, catalog.PROMETHEUS, catalog.tag(catalog.PROMETHEUS), PROMETHEUS_ENTRYPOINT,
+                               MONITORING_USER, steps)
+
+
+def config_reloader(steps: Steps) -> store.BuiltImage:
+    """prometheus-config-reloader:v0.85.0 from cluster-tools' build of the operator's module."""
+    try:
+        binary = programs.program("prometheus-config-reloader")
+    except (programs.ToolsMissing, KeyError) as err:
+        raise InputMissing(f"{catalog.RELOADER}: {err}") from None
+    return single_binary_image(binary, catalog.RELOADER, catalog.tag(catalog.RELOADER), RELOADER_ENTRYPOINT,
+                               MONITORING_USER, steps)
 
 
 def _finish_image(steps: Steps, staged: Path, name: str, tag: str, key: str, epoch: int, packages: list[str],
@@ -411,9 +433,9 @@ def _finish_image(steps: Steps, staged: Path, name: str, tag: str, key: str, epo
 # ---- the command ---------------------------------------------------------------------------------
 
 RECIPES = {catalog.RUNTIME: runtime, catalog.PLUGIN: plugin, catalog.PAUSE: pause, catalog.ENTRY: entry,
-           catalog.TEAM_FIXTURE: team_fixture}
+           catalog.TEAM_FIXTURE: team_fixture, catalog.PROMETHEUS: prometheus, catalog.RELOADER: config_reloader}
 # The images `make images` skips with a notice when what they are made of is not built.
-OPTIONAL = (catalog.PAUSE, catalog.PLUGIN, catalog.ENTRY)
+OPTIONAL = (catalog.PAUSE, catalog.PLUGIN, catalog.ENTRY, catalog.PROMETHEUS, catalog.RELOADER)
 
 
 def _current_key(name: str) -> str | None:
@@ -430,6 +452,12 @@ def _current_key(name: str) -> str | None:
                                             (ENTRY_PATH,), f"{recipe.NONROOT}:{recipe.NONROOT}")
         if name == catalog.TEAM_FIXTURE:
             return recipe.team_fixture_key()
+        if name == catalog.PROMETHEUS:
+            return recipe.single_binary_key(programs.program("prometheus"), catalog.PROMETHEUS,
+                                            catalog.tag(catalog.PROMETHEUS), PROMETHEUS_ENTRYPOINT, MONITORING_USER)
+        if name == catalog.RELOADER:
+            return recipe.single_binary_key(programs.program("prometheus-config-reloader"), catalog.RELOADER,
+                                            catalog.tag(catalog.RELOADER), RELOADER_ENTRYPOINT, MONITORING_USER)
         return recipe.single_binary_key(programs.program("pause"), catalog.PAUSE, catalog.PAUSE_TAG, PAUSE_ENTRYPOINT,
                                         PAUSE_USER)
     except (programs.ToolsMissing, KeyError):

@@ -7,6 +7,8 @@
                                                    entry, one static binary; its init container copies it)
     TEAM_FIXTURE  tfjobgen-team-fixture:<version>  a test fixture: Debian, python3, tensorflow-cpu and a training
                                                    script of a team's own (tests/nodes/team), nothing of tfjobgen
+    PROMETHEUS  prometheus:v3.5.0                  cluster-tools' Prometheus, one static binary (cluster up --monitoring)
+    RELOADER  prometheus-config-reloader:v0.85.0   the operator's config reloader, one static binary
 
 `reference(name)` is what a container runtime calls the image: `ctr images import --base-name
 repository(name)` gives it that name, and containerd's sandbox_image must equal PAUSE's exactly.
@@ -24,7 +26,10 @@ PAUSE = "pause"
 PAUSE_TAG = "3.10.1"  # the release Kubernetes 1.34 names as its sandbox image
 ENTRY = "tfjobgen-entry"
 TEAM_FIXTURE = "tfjobgen-team-fixture"
-NAMES = (RUNTIME, PLUGIN, PAUSE, ENTRY, TEAM_FIXTURE)  # the build order: runtime, plugin and fixture share Debian
+PROMETHEUS = "prometheus"
+RELOADER = "prometheus-config-reloader"
+# The build order: runtime, plugin and fixture share Debian's base layer; the others are one static binary each.
+NAMES = (RUNTIME, PLUGIN, PAUSE, ENTRY, TEAM_FIXTURE, PROMETHEUS, RELOADER)
 _REPOSITORIES = {PAUSE: "registry.k8s.io/pause"}  # ours are bare names: a platform pushes them where it likes
 # What a local cluster's real nodes pull, and the path each has in the cluster's registry: the runtime under
 # the path the repository's jobs name (jobs/wide-deep.yaml: registry.example.com/ml/tfjobgen-runtime), the
@@ -33,6 +38,8 @@ _REPOSITORIES = {PAUSE: "registry.k8s.io/pause"}  # ours are bare names: a platf
 # one tests/nodes' team jobs name.
 FOR_NODES = {RUNTIME: "ml/tfjobgen-runtime", PAUSE: "pause", ENTRY: "ml/tfjobgen-entry",
              TEAM_FIXTURE: "ml/tfjobgen-team-fixture"}
+# What `cluster up --monitoring` pushes besides: the names its Prometheus object and operator ask for.
+FOR_MONITORING = {PROMETHEUS: "monitoring/prometheus", RELOADER: "monitoring/prometheus-config-reloader"}
 
 
 def project_version() -> str:
@@ -43,6 +50,14 @@ def project_version() -> str:
 
 def tag(name: str) -> str:
     check(name)
+    if name in (PROMETHEUS, RELOADER):  # the releases built: the Prometheus object's `version`, the reloader's tag
+        from ..programs import family_of
+
+        family = family_of(name)
+        if name == PROMETHEUS:  # its module's v0.305.0 is Prometheus 3.5.0
+            minor = int(family.version.split(".")[1])
+            return f"v{minor // 100}.{minor % 100}.{family.version.split('.')[2]}"
+        return family.version
     return PAUSE_TAG if name == PAUSE else project_version()
 
 
@@ -55,7 +70,7 @@ def repository(name: str) -> str:
 def path_in_registry(name: str) -> str:
     """Where a real node finds the image under any registry name the cluster maps (FOR_NODES)."""
     check(name)
-    return FOR_NODES[name]
+    return {**FOR_NODES, **FOR_MONITORING}[name]
 
 
 def reference(name: str) -> str:

@@ -105,8 +105,10 @@ def load_yaml_files(path: Path) -> list[dict]:
     """Every object in a YAML file, or in the *.yaml files of a folder (sorted)."""
     import yaml
 
+    from ...kit import crd_yaml
+
     files = sorted(path.glob("*.yaml")) if path.is_dir() else [path]
-    return [doc for f in files for doc in yaml.safe_load_all(f.read_text()) if doc]
+    return [doc for f in files for doc in yaml.load_all(f.read_text(), Loader=crd_yaml.Loader) if doc]
 
 
 def kustomized(folder: Path) -> list[dict]:
@@ -125,7 +127,7 @@ def start_all(context: Context) -> None:
     that cannot run, recording why in context.missing."""
     for module_name in MODULES:
         module = importlib.import_module(f"{__package__}.{module_name}")
-        if not module.wanted(context.profile):
+        if not module.wanted(context.profile) or getattr(module, "ASKED", "") not in ("", *context.asked):
             continue
         try:
             lacking = programs.missing(module.PROGRAMS, context.kubernetes)

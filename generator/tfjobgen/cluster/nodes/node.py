@@ -167,6 +167,9 @@ def kubelet(node: RealNode) -> Component:
         str(programs.program("kubelet")), f"--config={d / 'kubelet.json'}", f"--kubeconfig={node.kubeconfig}",
         f"--root-dir={d / 'kubelet'}", f"--cert-dir={d / 'kubelet' / 'pki'}",
         f"--hostname-override={node.name}", f"--node-ip={node.addresses.address}", "--v=1",
+        # cAdvisor's containerd client (/metrics/cadvisor's namespace, pod and container labels) dials its own
+        # default socket, /run/containerd/containerd.sock, not the runtime endpoint: tell it the node's
+        f"--containerd={node.containerd_socket}",
     ]), cgroup=node.daemons_cgroup)
 
 
