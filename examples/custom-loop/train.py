@@ -25,7 +25,7 @@ import os
 import sys
 import time
 
-VOCABULARY, DIM, FIELDS, BATCH = 10_000, 8, 4, 256
+VOCABULARY, DIM, FIELDS, BATCH = 2_000, 8, 4, 256
 
 
 def threads() -> tuple[int, int]:
@@ -60,7 +60,7 @@ def coordinate(tf, cluster, steps: int, model_dir: str) -> None:
     num_ps = len(cluster.job_tasks("ps"))
     strategy = tf.distribute.experimental.ParameterServerStrategy(
         resolver, variable_partitioner=tf.distribute.experimental.partitioners.MinSizePartitioner(
-            min_shard_bytes=64 << 10, max_shards=num_ps))  # the table is split, the small ones stay whole
+            min_shard_bytes=16 << 10, max_shards=num_ps))  # the table is split, the small ones stay whole
     coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
 
     with strategy.scope():  # created here, the variables live on the PS; the table is split in num_ps shards
@@ -83,8 +83,10 @@ def coordinate(tf, cluster, steps: int, model_dir: str) -> None:
 
     def replica_step(ids, labels):
         with tf.GradientTape() as tape:
-            rows = tf.reshape(tf.nn.embedding_lookup(table, ids), [BATCH, FIELDS * DIM])
-            logits = tf.squeeze(tf.matmul(rows, weights), 1) + bias
+            rows = tf.nn.embedding_lookup(table, ids)  # [BATCH, FIELDS, DIM], gathered from the shards
+            # each id's rows sum into the logit (the "wide" part), and a linear layer reads them all
+            logits = tf.reduce_sum(rows, [1, 2]) + tf.squeeze(
+                tf.matmul(tf.reshape(rows, [BATCH, FIELDS * DIM]), weights), 1) + bias
             loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
         for variable, acc, grad in zip(trained, accumulators, tape.gradient(loss, trained)):
             if isinstance(grad, tf.IndexedSlices):  # a shard of the table: only the rows this batch used

@@ -16,11 +16,12 @@ under the strategy's scope (its variables live on the PS), fits it, saves its we
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import sys
 
-VOCABULARY, DIM, FIELDS, BATCH = 10_000, 8, 4, 256
+VOCABULARY, DIM, FIELDS, BATCH = 2_000, 8, 4, 256
 
 
 def threads() -> tuple[int, int]:
@@ -53,15 +54,17 @@ def dataset(tf, input_context=None):
 def coordinate(tf, cluster, steps: int, model_dir: str) -> None:
     """The chief: the model's variables on the PS (the embedding split across them), then model.fit."""
     keras = tf.keras  # tf_keras when TF_USE_LEGACY_KERAS=1; Keras 3 otherwise, which stops below
-    print(f"keras {keras.__version__} ({keras.__name__})", flush=True)
+    package = keras.__name__.split(".")[0]  # tf_keras, or keras (Keras 3)
+    print(f"keras {importlib.metadata.version(package.replace('_', '-'))} ({keras.__name__})", flush=True)
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(cluster, task_type="chief", task_id=0,
                                                                     rpc_layer="grpc")
     num_ps = len(cluster.job_tasks("ps"))
     strategy = tf.distribute.experimental.ParameterServerStrategy(
         resolver, variable_partitioner=tf.distribute.experimental.partitioners.MinSizePartitioner(
-            min_shard_bytes=64 << 10, max_shards=num_ps))
+            min_shard_bytes=16 << 10, max_shards=num_ps))
     with strategy.scope():
         model = keras.Sequential([
+            keras.Input(shape=(FIELDS,), dtype="int64"),
             keras.layers.Embedding(VOCABULARY, DIM),
             keras.layers.Flatten(),
             keras.layers.Dense(1),

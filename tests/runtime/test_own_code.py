@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 from conftest import REPO, need, run_tfjobgen
-from runtime_support import need_tensorflow, passed, run_local
+from runtime_support import need_tensorflow, run_local
 
 EXAMPLES = REPO / "examples"
 STEPS = 120
@@ -43,15 +43,21 @@ def _local_copy(example: str, tmp_path: Path) -> Path:
     return path
 
 
-def _chief_said(run, tmp_path: Path) -> str:
+def _trained(run) -> str:
+    """The chief's log of a run that passed: the chief exited 0, and run-local stopped the PS and workers, which
+    serve until something ends them (in a cluster, the injected entrypoint or the job's deadline)."""
+    assert run.returncode == 0 and run.report["passed"] and run.leftovers == [], run.output
+    assert "PASS: the chief's program exited 0; the remaining tasks were stopped" in run.output, run.output
+    states = {name: (task["state"], task["exit_code"]) for name, task in run.report["tasks"].items()}
+    assert states.pop("chief:0") == ("done", 0) and len(states) == 4, run.output
+    assert {state for state, _ in states.values()} == {"stopped"}, run.output
     return (Path(run.run_id) / "logs" / "chief-0.log").read_text(errors="replace")
 
 
 def test_the_custom_loop_example_trains_under_run_local(tmp_path):
     need_tensorflow()
     run = run_local(_local_copy("custom-loop", tmp_path), tmp_path, "--restarts", "0")
-    passed(run)
-    chief = _chief_said(run, tmp_path)
+    chief = _trained(run)
     assert f"trained {STEPS} steps" in chief and "checkpoint " in chief, chief[-2000:]
     assert list((tmp_path / "model").glob("ckpt-1.index")), "the chief wrote no checkpoint"
     assert run.seconds < 60, run.seconds
@@ -77,7 +83,6 @@ def test_the_keras_fit_example_trains_under_run_local_with_tf_keras(tmp_path):
     need_tensorflow()
     python = _tf_keras_python(tmp_path)
     run = run_local(_local_copy("keras-fit", tmp_path), tmp_path, "--restarts", "0", python=python)
-    passed(run)
-    chief = _chief_said(run, tmp_path)
+    chief = _trained(run)
     assert "keras 2.21.0 (tf_keras" in chief and f"trained {STEPS} steps" in chief, chief[-2000:]
     assert run.seconds < 60, run.seconds
