@@ -18,18 +18,22 @@ from conftest import REPO, kustomize_build, render, run_tfjobgen
 from tfjobgen.expand import emit
 
 GOLDEN = REPO / "tests" / "golden"
-CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "job.yaml").exists())
+# The own-code examples (examples/<name>/job.yaml, docs/own-code.md) are golden cases too, their expected.yaml
+# beside them: what a team copies is held to the same bytes.
+FOLDERS = {**{p.name: p for p in GOLDEN.iterdir() if (p / "job.yaml").exists()},
+           **{f"examples/{p.name}": p for p in (REPO / "examples").iterdir() if (p / "job.yaml").exists()}}
+CASES = sorted(FOLDERS)
 DEFAULT_PROFILE = "apiVersion: tfjobgen.dev/v1alpha1\nkind: ClusterProfile\nmetadata:\n  name: default\n"
 
 
 def _profile(case: str):
-    path = GOLDEN / case / "profile.yaml"
+    path = FOLDERS[case] / "profile.yaml"
     return path if path.exists() else None
 
 
 def _expected(case: str) -> str:
-    path = GOLDEN / case / "expected.yaml"
-    actual = emit.to_yaml(render(GOLDEN / case / "job.yaml", profile=_profile(case)))
+    path = FOLDERS[case] / "expected.yaml"
+    actual = emit.to_yaml(render(FOLDERS[case] / "job.yaml", profile=_profile(case)))
     if os.environ.get("UPDATE_GOLDEN") == "1":
         path.write_text(actual)
     return path.read_text()
@@ -37,13 +41,13 @@ def _expected(case: str) -> str:
 
 @pytest.mark.parametrize("case", CASES)
 def test_pipeline_matches_golden(case):
-    actual = emit.to_yaml(render(GOLDEN / case / "job.yaml", profile=_profile(case)))
-    assert actual == _expected(case), f"tests/golden/{case}/expected.yaml is out of date (see module docstring)"
+    actual = emit.to_yaml(render(FOLDERS[case] / "job.yaml", profile=_profile(case)))
+    assert actual == _expected(case), f"{FOLDERS[case].relative_to(REPO)}/expected.yaml is out of date (see module docstring)"
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_cli_render_is_byte_identical_across_hash_seeds(case):
-    args = ["render", str(GOLDEN / case / "job.yaml")]
+    args = ["render", str(FOLDERS[case] / "job.yaml")]
     if _profile(case):
         args += ["--profile", str(_profile(case))]
     outputs = {run_tfjobgen(*args, env={"PYTHONHASHSEED": seed}).stdout for seed in ("0", "12345")}
@@ -53,7 +57,7 @@ def test_cli_render_is_byte_identical_across_hash_seeds(case):
 @pytest.mark.parametrize("case", CASES)
 def test_kustomize_build_gives_the_same_bytes(case, tmp_path):
     """The kustomize path (the plugin inside `kubectl kustomize`) and `tfjobgen render` agree byte for byte."""
-    shutil.copy(GOLDEN / case / "job.yaml", tmp_path / "job.yaml")
+    shutil.copy(FOLDERS[case] / "job.yaml", tmp_path / "job.yaml")
     profile = _profile(case)
     (tmp_path / "profile.yaml").write_text(profile.read_text() if profile else DEFAULT_PROFILE)
     (tmp_path / "kustomization.yaml").write_text("resources:\n- job.yaml\ntransformers:\n- profile.yaml\n")

@@ -128,6 +128,22 @@ def test_unusable_input_is_one_line_and_starts_nothing(tmp_path):
         "tfjobgen run-local: training.data.paths[0] '/no/such/train-*.csv' matches no file here")
 
 
+def test_a_data_path_this_tensorflow_cannot_read_stops_run_local_at_once_naming_the_package(tmp_path):
+    """Before, the tasks started and the chief failed after TensorFlow's import, saying only that this TensorFlow
+    has no s3:// filesystem. Now nothing starts, and the line says what adds it."""
+    job = tmp_path / "s3.yaml"
+    job.write_text((TEST_JOBS / "tf2-small.yaml").read_text().replace(
+        "    partitioner: auto", "    data: {format: tfrecord, paths: [s3://bucket/clicks/*.tfrecord]}"))
+    refused = run_tfjobgen("run-local", str(job))
+    assert refused.returncode == 2, refused.stderr
+    last = refused.stderr.strip().splitlines()[-1]
+    assert last.startswith("tfjobgen run-local: training.data.paths[0] 's3://bucket/clicks/*.tfrecord': "
+                           "TensorFlow 2.21.0 has no s3:// filesystem: tensorflow-io adds it"), last
+    assert sys.executable in last and "the job's image needs it too" in last, last
+    # validate said so first, as a warning at the path's line
+    assert "warning: spec.training.data.paths[0]" in refused.stderr and "tensorflow-io" in refused.stderr
+
+
 def test_a_task_that_crashes_at_start_is_named_in_one_line_and_everything_is_stopped(tmp_path):
     run = run_local(TEST_JOBS / "custom-crash.yaml", tmp_path)
     assert run.returncode == 1, run.output

@@ -85,5 +85,5 @@ def test_sample_files_read_back_as_batches_with_ids_inside_the_vocabulary(tmp_pa
 def test_a_pattern_that_matches_nothing_is_named(tmp_path):
     with pytest.raises(SetupError, match=r"training.data.paths\[1\] '.*/none-\*.csv' matches no file"):
         data.check_paths((str(tmp_path), str(tmp_path / "none-*.csv")))
-    with pytest.raises(SetupError, match="has no hdfs:// filesystem: install a tensorflow-io"):
+    with pytest.raises(SetupError, match="has no hdfs:// filesystem: tensorflow-io adds it .* and this image lacks it"):
         data.check_paths(("hdfs://namenode:8020/data/train-*.tfrecord",))

@@ -4,6 +4,7 @@ part of the JobPlan. Pure functions: no file, no clock, no cluster.
     jobplan      JobPlan: a validated job as what each task needs, before any backend
     environment  a task's environment: TF_CONFIG, thread pools, StarServer, the runtime's settings
     container    the training container: image, command, ports, probes, security context
+    storage      the filesystems a job's paths need, against what the runtime image reads
     qos          resources and the CPU manager: Guaranteed pods on whole CPUs, or shared
     topology     where pods land: colocated, isolated, spread (affinity, node pools)
     promises     what each topology promises, judged on real pods (by cluster/ and status/)

@@ -17,8 +17,8 @@ from typing import Any
 
 from .. import backends
 from ..addons import monitoring, tensorboard
-from ..concerns import (container, environment, gang, jobplan, labels, lifecycle, limits, names, podspec, qos, topology,
-                        volumes)
+from ..concerns import (container, environment, gang, jobplan, labels, lifecycle, limits, names, podspec, qos, storage,
+                        topology, volumes)
 from ..inputs import intents, routing, schema, source, trainingjob
 from ..inputs import profile as profile_rules
 from ..inputs.intents import Intent
@@ -220,7 +220,7 @@ def validate(intent: Intent, profile: ClusterProfile) -> tuple[trainingjob.Train
                                    frozenset(intent.data["spec"]))
     backend = backends.get(job.backend)
     problems += names.check(job, backend.naming) + names.check_fully_qualified(job, profile, backend.naming)
-    for check in (labels.check, container.check, volumes.check):
+    for check in (labels.check, container.check, volumes.check, storage.check):
         problems += check(job)
     if job.model is not None:  # spec.model, for `tfjobgen plan`; imported only for the jobs that have one
         from ..concerns import workload

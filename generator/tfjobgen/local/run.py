@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from .. import backends
 from ..expand import pipeline
 from ..kit import files, owned
-from ..shared import contract, install
+from ..shared import contract, filesystems, install
 from . import machine, scrape, shape, summary, tasks
 from .progress import Progress
 from .shape import LocalError, Shape
@@ -250,3 +250,19 @@ def _check_local_data(training: dict) -> None:
     for i, pattern in enumerate(data["paths"]):
         if not contract.is_shared_storage(pattern) and not glob.glob(pattern):
             raise LocalError(f"training.data.paths[{i}] {pattern!r} matches no file here")
+        scheme = filesystems.scheme(pattern)
+        if not filesystems.built_in(scheme) and importlib.util.find_spec("tensorflow_io") is None:
+            # Said before any task starts: otherwise the chief says it after TensorFlow's import.
+            raise LocalError(f"training.data.paths[{i}] {pattern!r}: "
+                             f"{filesystems.missing(scheme, _tensorflow_version())}; run-local's tasks run "
+                             f"{sys.executable}, which lacks it, and the job's image needs it too")
+
+
+def _tensorflow_version() -> str:
+    """The installed TensorFlow's version, read without importing it."""
+    for name in ("tensorflow-cpu", "tensorflow"):
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return filesystems.TENSORFLOW_RELEASE

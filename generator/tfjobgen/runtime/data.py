@@ -24,6 +24,7 @@ import math
 
 import tensorflow as tf
 
+from ..shared import filesystems
 from ..shared.variable_placement.reference_model import DENSE, FIELDS, ID_SKEW
 from .errors import SetupError
 
@@ -76,15 +77,14 @@ def check_paths(paths: tuple[str, ...]) -> list[str]:
 
 def _glob_with_plugin(pattern: str) -> list[str]:
     """A scheme core TensorFlow lacks (hdfs://, s3://): try tensorflow-io, which registers them."""
-    scheme = pattern.split("://", 1)[0]
+    scheme = filesystems.scheme(pattern)
     try:
         import tensorflow_io  # noqa: F401  (importing it registers its filesystems)
     except ImportError:
-        raise SetupError(
-            f"this TensorFlow ({tf.__version__}) has no {scheme}:// filesystem: install a tensorflow-io "
-            f"build matching it (it registers {scheme}://), and for hdfs:// set CLASSPATH "
-            "(hadoop classpath --glob), HADOOP_HDFS_HOME, JAVA_HOME and LD_LIBRARY_PATH (libjvm, libhdfs)"
-        ) from None
+        hadoop = (": for hdfs:// also set CLASSPATH (hadoop classpath --glob), HADOOP_HDFS_HOME, JAVA_HOME and "
+                  "LD_LIBRARY_PATH (libjvm, libhdfs)") if scheme in ("hdfs", "viewfs") else ""
+        raise SetupError(f"{pattern!r}: {filesystems.missing(scheme, tf.__version__)}, and this image lacks it"
+                         f"{hadoop}") from None
     try:
         return tf.io.gfile.glob(pattern)
     except tf.errors.OpError as err:

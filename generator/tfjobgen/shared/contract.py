@@ -77,6 +77,7 @@ def cluster_json(cluster: dict) -> str:
 
 CONTAINER_NAME = "tensorflow"  # also the name Kubeflow's TFJob operator looks for
 RUNTIME_COMMAND = ("python", "-m", "tfjobgen.runtime")
+RUNTIME_IMAGE = "tfjobgen-runtime"  # the image `make images` builds for it (artifacts/images/catalog.py)
 METRICS_PORT_NAME = "metrics"  # the container port Prometheus scrapes (the PodMonitor names it)
 METRICS_PATH = "/metrics"
 SCRATCH_DIR = "/tmp"  # the writable emptyDir (also HOME)

@@ -19,8 +19,10 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from ...shared import contract
+
 REPO = Path(__file__).resolve().parents[4]
-RUNTIME = "tfjobgen-runtime"
+RUNTIME = contract.RUNTIME_IMAGE
 PLUGIN = "tfjobgen-argocd-plugin"
 PAUSE = "pause"
 PAUSE_TAG = "3.10.1"  # the release Kubernetes 1.34 names as its sandbox image
