@@ -176,3 +176,40 @@ def test_a_ps_killed_by_sigkill_gets_a_new_pod_and_the_job_completes(cluster):
     chiefs = cluster.pods(namespace, f"{labels.ROLE}=chief")
     TIMES["SIGKILLed PS native: chief pods"] = len(chiefs)
     remove_namespace(cluster, namespace)
+
+
+EXAMPLE = PROFILE.parents[3] / "examples" / "custom-loop" / "job.yaml"
+
+
+def test_the_custom_loop_example_trains_on_real_nodes_and_its_job_completes(cluster, tmp_path):
+    """examples/custom-loop as docs/own-code.md gives it (2 PS, 2 workers, a chief; the embedding split over the
+    PS), in the team fixture, where the image carries it at /opt/team/examples (artifacts/images/recipe.py's
+    TEAM_SCRIPTS). Changed only to fit two small nodes: the fixture's image and python3, shared CPUs, 100 steps."""
+    import yaml
+
+    job = yaml.safe_load(EXAMPLE.read_text())
+    team = yaml.safe_load(JOB.read_text())
+    job["spec"].update(image=team["spec"]["image"], command=["python3", "/opt/team/examples/custom-loop/train.py"],
+                       args=["--steps", "100", "--model-dir", "/tmp/model"], qos="shared")
+    for role in job["spec"]["roles"].values():
+        role.update(cpu=0.1, memory="1Gi")
+    written = tmp_path / "custom-loop.yaml"
+    written.write_text(yaml.safe_dump(job))
+    namespace = "team-example"
+    cluster.restricted_namespace(namespace)
+    started = time.monotonic()
+    apply(cluster, job_objects(conformance.render(written, PROFILE, "native", namespace)))
+
+    def complete():
+        jobs = cluster.objects.list("batch/v1", "Job", namespace)
+        return jobs if jobs and all("Complete" in _conditions(j) for j in jobs) else None
+
+    cluster.wait(complete, f"every Job of {namespace} Complete", 300)
+    TIMES["custom-loop example native: apply to every Job Complete (s)"] = round(time.monotonic() - started, 1)
+    pods = [p for p in cluster.pods(namespace) if terminated(p)]
+    assert sorted(p["metadata"]["labels"][labels.ROLE] for p in pods) == ["chief", "ps", "ps", "worker", "worker"]
+    assert all(terminated(p)["exitCode"] == 0 for p in pods), [p["status"] for p in pods]
+    [chief] = [p for p in pods if p["metadata"]["labels"][labels.ROLE] == "chief"]
+    log = cluster.kubectl("logs", "-n", namespace, chief["metadata"]["name"]).stdout
+    assert "trained 100 steps" in log and "checkpoint /tmp/model/ckpt-1" in log, log[-2000:]
+    remove_namespace(cluster, namespace)

@@ -25,7 +25,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ...shared import contract
 from .. import programs
@@ -37,7 +37,6 @@ SITE = recipe.SITE_PACKAGES
 PAUSE_ENTRYPOINT = ("/pause",)
 PAUSE_USER = "65535:65535"  # upstream's pause image runs as nobody
 ENTRY_PATH = "/tfjobgen-entry"  # where the entry image holds the binary its init container copies (`copy`)
-TEAM_SCRIPT_PATH = "/opt/team/train.py"
 PROMETHEUS_ENTRYPOINT = ("/bin/prometheus",)  # the operator gives only arguments, as to upstream's image
 RELOADER_ENTRYPOINT = ("/bin/prometheus-config-reloader",)
 MONITORING_USER = "65534:65534"  # upstream's Prometheus images run as nobody
@@ -365,9 +364,20 @@ def _entry_binary() -> Path:
         raise InputMissing(f"{catalog.ENTRY} needs cluster-tools' entry: {err}") from None
 
 
+def _folders(files: dict[str, Path]) -> list[str]:
+    """Every folder above the files' paths in the image, below /opt, parents first."""
+    found = set()
+    for at in files:
+        parent = PurePosixPath(at).parent
+        while str(parent) not in ("/", "/opt"):
+            found.add(str(parent))
+            parent = parent.parent
+    return sorted(found, key=lambda folder: (folder.count("/"), folder))
+
+
 def team_fixture(steps: Steps) -> store.BuiltImage:
     """tfjobgen-team-fixture: a team's image as the node tier needs one: Debian, python3, the runtime's pinned
-    dependencies (tensorflow-cpu), the team's script at TEAM_SCRIPT_PATH; nothing of tfjobgen. No entrypoint:
+    dependencies (tensorflow-cpu), the team's scripts (recipe.TEAM_SCRIPTS); nothing of tfjobgen. No entrypoint:
     the job's spec.command says what runs."""
     name, tag = catalog.TEAM_FIXTURE, catalog.tag(catalog.TEAM_FIXTURE)
     base_stage = base(steps)
@@ -381,8 +391,9 @@ def team_fixture(steps: Steps) -> store.BuiltImage:
         oci.copy(deps_stage.layout, layout)
         steps.stage("team: the training script")
         _overlay(steps, staged / "work", [deps_stage.tree, base_stage.tree], inputs, recipe.BASE_EPOCH, [
-            {"mkdir": "/opt/team", "mode": 0o755, "owner": [0, 0]},
-            {"install": str(recipe.TEAM_SCRIPT), "to": TEAM_SCRIPT_PATH, "mode": 0o644, "owner": [0, 0]}])
+            *({"mkdir": folder, "mode": 0o755, "owner": [0, 0]} for folder in _folders(recipe.TEAM_SCRIPTS)),
+            *({"install": str(recipe.REPO / source), "to": at, "mode": 0o644, "owner": [0, 0]}
+              for at, source in sorted(recipe.TEAM_SCRIPTS.items()))])
         size = rootfs.layer_tar(steps, staged / "work" / "tree", staged / "work" / "layer.tar")
         oci.add_layer(steps, layout, STAGE_TAG, staged / "work" / "layer.tar", recipe.BASE_EPOCH,
                       "a team's training script", new_tag=tag)
@@ -392,7 +403,8 @@ def team_fixture(steps: Steps) -> store.BuiltImage:
         oci.gc(steps, layout)
         shutil.rmtree(staged / "work")
         return _finish_image(steps, staged, name, tag, recipe.team_fixture_key(), recipe.BASE_EPOCH,
-                             deps_stage.packages() + [f"script {TEAM_SCRIPT_PATH}"], deps_stage.layer_bytes() + [size])
+                             deps_stage.packages() + [f"script {at}" for at in sorted(recipe.TEAM_SCRIPTS)],
+                             deps_stage.layer_bytes() + [size])
     finally:
         shutil.rmtree(staged, ignore_errors=True)
 def prometheus(steps: Steps) -> store.BuiltImage:

@@ -138,9 +138,13 @@ def single_binary_key(binary: Path, name: str, tag: str, entrypoint: tuple[str, 
                   ("entrypoint", "\0".join(entrypoint)), ("user", user), ("epoch", str(BASE_EPOCH)))
 
 
-TEAM_SCRIPT = REPO / "tests" / "nodes" / "team" / "train.py"
+# The team fixture's programs: where each is in the image, and its source here. The node tier's own script, and
+# the custom-loop example of examples/ (a team's program as docs/own-code.md shows it), trained on real nodes.
+TEAM_SCRIPTS = {"/opt/team/train.py": Path("tests/nodes/team/train.py"),
+                "/opt/team/examples/custom-loop/train.py": Path("examples/custom-loop/train.py")}
 
 
 def team_fixture_key(repo: Path = REPO) -> str:
-    return digest(("deps", deps_key(("runtime",), repo)), ("script", TEAM_SCRIPT.read_bytes()),
+    return digest(("deps", deps_key(("runtime",), repo)),
+                  *((f"script {at}", (repo / source).read_bytes()) for at, source in sorted(TEAM_SCRIPTS.items())),
                   ("nonroot", str(NONROOT)))
