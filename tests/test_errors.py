@@ -166,9 +166,13 @@ def test_a_warning_about_the_embedded_profile_says_it_is_the_embedded_one(capsys
     CPU-manager warning named "profile 'default'" as if the user had written one. It says where the value is from."""
     from tfjobgen import cli
     from tfjobgen.local import run
+    from tfjobgen.local.shape import LocalError
 
     args = cli._parser().parse_args(["run-local", str(SAMPLE / "jobs" / "wide-deep.yaml")])  # qos cpuset
-    run.prepare(args)
+    try:
+        run.prepare(args)
+    except LocalError:  # no TensorFlow here (test.yml's fast job): it stops after the job's warnings
+        pass
     [line] = [line for line in capsys.readouterr().err.splitlines() if "CPU-manager nodes" in line]
     assert line.startswith("ClusterProfile default: warning: spec.cpuManager.nodeSelector: the embedded default "
                            "profile (no --profile was given) names no CPU-manager nodes"), line

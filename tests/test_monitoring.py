@@ -27,7 +27,7 @@ from tfjobgen.shared import contract
 
 PROD = "prod-96c"
 GOLDEN_GPU = REPO / "tests" / "golden" / "gpu-monitoring"
-PROD_PROFILE = REPO / "overlays" / PROD / "cluster-profile.yaml"
+PROD_PROFILE = SAMPLE / "overlays" / PROD / "cluster-profile.yaml"
 
 
 def _of_kind(objects, kind):

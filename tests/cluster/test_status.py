@@ -48,13 +48,17 @@ LOCAL_PORT = "cluster.tfjobgen.dev/local-port"
 
 
 def job_text(name: str, backend: str, pending: bool = False, ps: int = 1) -> str:
-    worker_cpu = 79 if pending else 2  # 79: a whole seed-80c node, and every node already runs pods of other jobs
+    # 79: a whole seed-80c node, and every node already runs pods of other jobs. Shared CPUs: a Guaranteed (cpuset)
+    # pod that large is refused, as the profile's Topology Manager admits one on a single NUMA node (40 CPUs).
+    worker_cpu = 79 if pending else 2
+    qos = "shared" if pending else "cpuset"
     return f"""apiVersion: tfjobgen.dev/v1alpha1
 kind: TrainingJob
 metadata: {{name: {name}, namespace: {name}}}
 spec:
   image: registry.example.com/ml/tfjobgen-runtime:0.1.0
   backend: {backend}
+  qos: {qos}
   roles:
     ps: {{replicas: {ps}, cpu: 2, memory: 4Gi}}
     worker: {{replicas: 2, cpu: {worker_cpu}, memory: 4Gi}}
@@ -433,7 +437,9 @@ def test_a_gang_too_big_for_the_cluster_waits_for_admission(gang, tmp_path):
     name = f"st-gang-{gang}"
     with local_cluster(profile, 2) as running:
         Clusters.namespace(running, name)
-        text = job_text(name, backend).replace("worker: {replicas: 2, cpu: 2,", "worker: {replicas: 3, cpu: 60,")
+        # Shared CPUs: a 60-CPU Guaranteed pod would be refused, as larger than one of the profile's NUMA nodes.
+        text = job_text(name, backend).replace("worker: {replicas: 2, cpu: 2,", "worker: {replicas: 3, cpu: 60,") \
+            .replace("qos: cpuset", "qos: shared")
         folder = tmp_path / "job"
         folder.mkdir()
         path = folder / "job.yaml"

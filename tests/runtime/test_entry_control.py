@@ -121,10 +121,11 @@ def test_the_go_chief_leaves_tasks_alone_when_its_program_may_do_better_in_a_new
 def test_the_go_chief_stops_everyone_when_a_python_task_fails_for_good(tmp_path):
     address, chief, release = _go_chief(tmp_path, 0)
     other = _link(address, "worker:0")
-    time.sleep(0.5)
+    time.sleep(2)  # registered with the chief (under load a connection can take this long), or it is told nothing
     assert control.tell_chief_failed(address, JOB, "ps:0", 4, "(exit 4) gone")
     code, said = _ended(chief, 30)
     assert code == 4, said
+    assert other.stopped.wait(15), "the worker's link never ended"  # its reader may trail the chief's exit
     assert isinstance(other.failed, control.Aborted) and "ps:0 failed for good" in str(other.failed)
 
 
