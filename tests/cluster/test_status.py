@@ -286,13 +286,23 @@ def _replaced(cluster, name: str, uid: str) -> bool:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_chief_succeeding_succeeds_the_job(jobs, backend):
     name = name_of("succeeded", backend)
+    if backend == "native":
+        # A native job's PS and worker run on until the chief's DONE ends them (no runtime hears it under KWOK):
+        # until then the job is running, as Argo CD's health of its Jobs says; it succeeded once they ended.
+        found = until(jobs, name, lambda s: s["job"]["state"] == "running"
+                      and s["job"]["reason"].startswith("chief:0 completed (exit 0)"), "running, its chief completed")
+        assert "still running" in found["job"]["reason"], found["job"]["reason"]
+        for other in [t for t in found["tasks"] if t["role"] != "chief"]:
+            other_task = f"{other['role']}:{other['index']}"
+            pod = jobs.wait(lambda: live_pod(jobs, name, other_task), f"{name}: {other_task} Running")
+            jobs.succeed_pod(name, pod["metadata"]["name"])  # as the task does on DONE: exit 0
     found = until(jobs, name, lambda s: s["job"]["state"] == "succeeded", "succeeded")
     chief = task(found, "chief:0")
     assert found["job"]["reason"] == "chief:0 completed (exit 0): training is done"
     assert (chief["phase"], chief["exitCode"], chief["restarts"]) == ("Succeeded", 0, 0)
     done = {"native": ("Job", "Complete"), "jobset": ("JobSet", "Completed"), "tfjob": ("TFJob", "Succeeded")}[backend]
     assert any(c["object"].startswith(done[0]) and c["type"] == done[1] for c in found["job"]["conditions"])
-    if backend != "native":  # their controllers delete the tasks still running; native's PS run on (the chief ends them)
+    if backend != "native":  # their controllers delete the tasks still running; native's ended on the chief's DONE
         found = until(jobs, name, lambda s: all(t["phase"] == "NoPod" for t in s["tasks"] if t["role"] != "chief"),
                       "the other tasks deleted")
         assert all("deleted it once the job ended" in t["reason"] for t in found["tasks"] if t["role"] != "chief")
