@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 from tfjobgen.cluster import home  # noqa: E402
 from tfjobgen.cluster.controllers import prometheus_operator  # noqa: E402
 from tfjobgen.harness import conformance  # noqa: E402
+from tfjobgen.harness.pods import container_pid  # noqa: E402
 from tfjobgen.kit import owned  # noqa: E402
 from tfjobgen.kube import api  # noqa: E402
 
@@ -86,14 +87,6 @@ def rss_mib(folder: Path, component: str) -> float:
     raise SystemExit(f"no process {component} of {folder}")
 
 
-def container_pid(pod: dict) -> int:
-    uid = pod["metadata"]["uid"]
-    container = pod["status"]["containerStatuses"][0]["containerID"].split("//")[-1]
-    for procs in Path("/sys/fs/cgroup/pids").glob(f"tfjg-n*/kubepods/**/pod{uid}/{container}/cgroup.procs"):
-        pids = [int(p) for p in procs.read_text().split()]
-        if pids:
-            return min(pids)
-    raise SystemExit(f"no process of {pod['metadata']['name']}")
 
 
 def ps_down(objects: api.Objects) -> list[dict]:

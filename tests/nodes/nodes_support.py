@@ -17,6 +17,7 @@ from cluster import cluster_support
 from conftest import need, uses
 
 from tfjobgen.cluster.nodes import bring_up
+from tfjobgen.harness.pods import container_pid  # noqa: F401 - the node tests import it from here
 
 HERE = Path(__file__).parent
 PROFILE = HERE / "profiles" / "real-nodes.yaml"
@@ -84,15 +85,6 @@ def running_pods(cluster, namespace: str, count: int, timeout: float = 120) -> l
     return cluster.wait(all_running, f"{count} pods Running in {namespace}", timeout)
 
 
-def container_pid(pod: dict) -> int:
-    """The host PID of the pod's (first) container's main process, found through its cgroup."""
-    uid = pod["metadata"]["uid"]
-    container = pod["status"]["containerStatuses"][0]["containerID"].split("//")[-1]
-    for procs in Path("/sys/fs/cgroup/pids").glob(f"tfjg-n*/kubepods/**/pod{uid}/{container}/cgroup.procs"):
-        pids = [int(p) for p in procs.read_text().split()]
-        if pids:
-            return min(pids)
-    raise AssertionError(f"no process of container {container} of pod {pod['metadata']['name']}")
 
 
 def job_objects(rendered: list[dict]) -> list[dict]:

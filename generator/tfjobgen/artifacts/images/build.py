@@ -353,15 +353,16 @@ def pause(steps: Steps) -> store.BuiltImage:
 
 def entry(steps: Steps) -> store.BuiltImage:
     """tfjobgen-entry: cluster-tools' entry binary alone; pods run `/tfjobgen-entry copy <emptyDir path>`."""
-    return single_binary_image(_entry_binary(), catalog.ENTRY, catalog.tag(catalog.ENTRY), (ENTRY_PATH,),
-                               f"{recipe.NONROOT}:{recipe.NONROOT}", steps)
+    return single_binary_image(_program_of(catalog.ENTRY, "entry"), catalog.ENTRY, catalog.tag(catalog.ENTRY),
+                               (ENTRY_PATH,), f"{recipe.NONROOT}:{recipe.NONROOT}", steps)
 
 
-def _entry_binary() -> Path:
+def _program_of(image: str, program: str) -> Path:
+    """The cluster-tools program an image is made of; InputMissing, naming both, when it is not built."""
     try:
-        return programs.program("entry")
+        return programs.program(program)
     except (programs.ToolsMissing, KeyError) as err:
-        raise InputMissing(f"{catalog.ENTRY} needs cluster-tools' entry: {err}") from None
+        raise InputMissing(f"{image} needs cluster-tools' {program}: {err}") from None
 
 
 def _folders(files: dict[str, Path]) -> list[str]:
@@ -409,22 +410,14 @@ def team_fixture(steps: Steps) -> store.BuiltImage:
         shutil.rmtree(staged, ignore_errors=True)
 def prometheus(steps: Steps) -> store.BuiltImage:
     """prometheus:v3.5.0 from cluster-tools' build of Prometheus' module (Debian's 2.42 has no kubernetes_sd)."""
-    try:
-        binary = programs.program("prometheus")
-    except (programs.ToolsMissing, KeyError) as err:
-        raise InputMissing(f"{catalog.PROMETHEUS}: {err}") from None
-    return single_binary_image(binary, catalog.PROMETHEUS, catalog.tag(catalog.PROMETHEUS), PROMETHEUS_ENTRYPOINT,
-                               MONITORING_USER, steps)
+    return single_binary_image(_program_of(catalog.PROMETHEUS, "prometheus"), catalog.PROMETHEUS,
+                               catalog.tag(catalog.PROMETHEUS), PROMETHEUS_ENTRYPOINT, MONITORING_USER, steps)
 
 
 def config_reloader(steps: Steps) -> store.BuiltImage:
     """prometheus-config-reloader:v0.85.0 from cluster-tools' build of the operator's module."""
-    try:
-        binary = programs.program("prometheus-config-reloader")
-    except (programs.ToolsMissing, KeyError) as err:
-        raise InputMissing(f"{catalog.RELOADER}: {err}") from None
-    return single_binary_image(binary, catalog.RELOADER, catalog.tag(catalog.RELOADER), RELOADER_ENTRYPOINT,
-                               MONITORING_USER, steps)
+    return single_binary_image(_program_of(catalog.RELOADER, "prometheus-config-reloader"), catalog.RELOADER,
+                               catalog.tag(catalog.RELOADER), RELOADER_ENTRYPOINT, MONITORING_USER, steps)
 
 
 def _finish_image(steps: Steps, staged: Path, name: str, tag: str, key: str, epoch: int, packages: list[str],
