@@ -108,6 +108,26 @@ def remove_namespace(cluster, namespace: str, timeout: float = 90) -> None:
     cluster.wait(lambda: not cluster.pods(namespace), f"every pod of {namespace} gone", timeout)
 
 
+def describe_namespace(cluster, namespace: str, log_lines: int = 8) -> str:
+    """What a failed wait needs to say: each pod's node, phase, restarts and container state, the last lines of
+    its log, and the namespace's warning events (a wait that timed out says nothing of why)."""
+    lines = []
+    for pod in sorted(cluster.pods(namespace), key=lambda p: p["metadata"]["name"]):
+        status = pod.get("status") or {}
+        containers = status.get("containerStatuses") or [{}]
+        state = containers[0].get("state") or {}
+        shown = ", ".join(f"{k} {v.get('reason', '')} {v.get('exitCode', '')}".strip() for k, v in state.items())
+        lines.append(f"pod {pod['metadata']['name']} on {pod['spec'].get('nodeName', '-')}: {status.get('phase')}, "
+                     f"{containers[0].get('restartCount', 0)} restart(s), {shown or 'no container state'}"
+                     + (" (being deleted)" if pod["metadata"].get("deletionTimestamp") else ""))
+        logs = cluster.kubectl("logs", "-n", namespace, pod["metadata"]["name"], f"--tail={log_lines}", check=False)
+        lines += [f"    | {line}" for line in (logs.stdout or logs.stderr).splitlines()[-log_lines:]]
+    for event in cluster.objects.list("v1", "Event", namespace):
+        if event.get("type") == "Warning":
+            lines.append(f"event {event['involvedObject'].get('name')}: {event.get('reason')}: {event.get('message')}")
+    return "\n".join(lines)
+
+
 def terminated(pod: dict) -> dict:
     """The last termination of the pod's first container ({} while it runs)."""
     statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
