@@ -20,9 +20,10 @@ import yaml
 from conftest import REPO, need, run_tfjobgen
 from runtime_support import need_tensorflow, run_local
 
+from tfjobgen.artifacts.images.recipe import TF_KERAS  # the team fixture's too: one pin
+
 EXAMPLES = REPO / "examples"
 STEPS = 120
-TF_KERAS = "tf-keras==2.21.0"  # the release that matches TensorFlow 2.21 (it requires tensorflow>=2.21,<2.22)
 
 
 def test_every_example_validates_with_no_error_and_no_warning():

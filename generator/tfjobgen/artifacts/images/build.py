@@ -378,7 +378,8 @@ def _folders(files: dict[str, Path]) -> list[str]:
 
 def team_fixture(steps: Steps) -> store.BuiltImage:
     """tfjobgen-team-fixture: a team's image as the node tier needs one: Debian, python3, the runtime's pinned
-    dependencies (tensorflow-cpu), the team's scripts (recipe.TEAM_SCRIPTS); nothing of tfjobgen. No entrypoint:
+    dependencies (tensorflow-cpu), tf-keras (recipe.TF_KERAS, for the keras-fit example), the team's scripts
+    (recipe.TEAM_SCRIPTS); nothing of tfjobgen. No entrypoint:
     the job's spec.command says what runs."""
     name, tag = catalog.TEAM_FIXTURE, catalog.tag(catalog.TEAM_FIXTURE)
     base_stage = base(steps)
@@ -390,8 +391,15 @@ def team_fixture(steps: Steps) -> store.BuiltImage:
         inputs.mkdir(parents=True)
         layout = staged / "layout"
         oci.copy(deps_stage.layout, layout)
-        steps.stage("team: the training script")
+        steps.stage(f"team: {recipe.TF_KERAS} and the training scripts")
+        steps.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
+                   "--only-binary=:all:", "-d", store.cache_root() / "wheelhouse", recipe.TF_KERAS],
+                  env={"PIP_CACHE_DIR": str(store.cache_root() / "pip")})
         _overlay(steps, staged / "work", [deps_stage.tree, base_stage.tree], inputs, recipe.BASE_EPOCH, [
+            {"run": [*_pip(), "install", "--no-index", "--find-links", "/mnt", "--no-compile", "--no-deps",
+                     "--break-system-packages", "--root-user-action=ignore", recipe.TF_KERAS]},
+            {"run": ["python3", "-m", "compileall", "-q", "-j", "2", "--invalidation-mode", "unchecked-hash",
+                     f"{SITE}/tf_keras"]},
             *({"mkdir": folder, "mode": 0o755, "owner": [0, 0]} for folder in _folders(recipe.TEAM_SCRIPTS)),
             *({"install": str(recipe.REPO / source), "to": at, "mode": 0o644, "owner": [0, 0]}
               for at, source in sorted(recipe.TEAM_SCRIPTS.items()))])
@@ -402,9 +410,10 @@ def team_fixture(steps: Steps) -> store.BuiltImage:
         oci.configure(steps, layout, tag, recipe.BASE_EPOCH, f"{recipe.NONROOT}:{recipe.NONROOT}", IMAGE_ENV, (),
                       "/", {"org.opencontainers.image.title": name, "org.opencontainers.image.version": tag})
         oci.gc(steps, layout)
+        packages = (deps_stage.packages() + rootfs.python_packages(staged / "work" / "tree" / SITE.lstrip("/"))
+                    + [f"script {at}" for at in sorted(recipe.TEAM_SCRIPTS)])
         shutil.rmtree(staged / "work")
-        return _finish_image(steps, staged, name, tag, recipe.team_fixture_key(), recipe.BASE_EPOCH,
-                             deps_stage.packages() + [f"script {at}" for at in sorted(recipe.TEAM_SCRIPTS)],
+        return _finish_image(steps, staged, name, tag, recipe.team_fixture_key(), recipe.BASE_EPOCH, packages,
                              deps_stage.layer_bytes() + [size])
     finally:
         shutil.rmtree(staged, ignore_errors=True)

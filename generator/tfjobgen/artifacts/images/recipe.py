@@ -8,7 +8,7 @@ and an unchanged one is reused. The inputs are data here; build.py does what the
     runtime  runtime deps + tfjobgen's sources (the files its wheel is made of) + the commit's time
     plugin   plugin deps + tfjobgen's sources + kustomize's bytes + argocd/plugin/plugin.yaml
     single   one binary's bytes + where it goes + name and tag
-    fixture  runtime deps + the team's training script (tests/nodes/team): no tfjobgen
+    fixture  runtime deps + tf-keras + the team's training scripts (recipe.TEAM_SCRIPTS): no tfjobgen
 
 What is not in a key: the Debian archive's state (a point release moves it; packages.txt says
 what was installed), and the host's tools' versions (mmdebstrap, umoci, GNU tar).
@@ -139,12 +139,16 @@ def single_binary_key(binary: Path, name: str, tag: str, entrypoint: tuple[str, 
 
 
 # The team fixture's programs: where each is in the image, and its source here. The node tier's own script, and
-# the custom-loop example of examples/ (a team's program as docs/own-code.md shows it), trained on real nodes.
+# the two examples of examples/ (a team's programs as docs/own-code.md shows them), trained on real nodes.
 TEAM_SCRIPTS = {"/opt/team/train.py": Path("tests/nodes/team/train.py"),
-                "/opt/team/examples/custom-loop/train.py": Path("examples/custom-loop/train.py")}
+                "/opt/team/examples/custom-loop/train.py": Path("examples/custom-loop/train.py"),
+                "/opt/team/examples/keras-fit/train.py": Path("examples/keras-fit/train.py")}
+# Keras 2 for the keras-fit example (docs/own-code.md): the release matching TensorFlow 2.21. Installed without its
+# dependencies: it requires the `tensorflow` distribution, and the image holds tensorflow-cpu (the same modules).
+TF_KERAS = "tf-keras==2.21.0"
 
 
 def team_fixture_key(repo: Path = REPO) -> str:
     return digest(("deps", deps_key(("runtime",), repo)),
                   *((f"script {at}", (repo / source).read_bytes()) for at, source in sorted(TEAM_SCRIPTS.items())),
-                  ("nonroot", str(NONROOT)))
+                  ("tf-keras", TF_KERAS), ("nonroot", str(NONROOT)))
