@@ -155,6 +155,32 @@ def test_a_task_that_crashes_at_start_is_named_in_one_line_and_everything_is_sto
     assert run.leftovers == [] and run.seconds < 20
 
 
+def test_a_job_with_volumes_is_told_that_run_local_mounts_none_and_which_paths_it_reads_here(tmp_path):
+    """Before, run-local said nothing: the program failed on a missing /models/config.json with no hint that in a
+    cluster /models is a claim. Now a notice names every mount of the job's own, its source and its roles."""
+    job = tmp_path / "crash-on-volumes.yaml"
+    job.write_text((TEST_JOBS / "custom-crash.yaml").read_text().replace("  roles:\n", """\
+  volumes:
+    - {name: models, persistentVolumeClaim: {claimName: model-config}}
+    - {name: creds, secret: {secretName: reader}}
+  volumeMounts:
+    - {name: models, mountPath: /models, readOnly: true}
+  roles:
+""").replace("    worker: {replicas: 1, cpu: 1, memory: 1Gi}", """\
+    worker:
+      replicas: 1
+      cpu: 1
+      memory: 1Gi
+      volumeMounts: [{name: creds, mountPath: /etc/creds}]"""))
+    run = run_local(job, tmp_path)
+    assert run.returncode == 1, run.output  # the program fails as before: /models is not there
+    notice = next((line for line in run.output.splitlines() if "mounts volumes" in line), "")
+    assert notice == ("run-local: the job mounts volumes (/etc/creds from secret reader (worker), /models from "
+                      "claim model-config (every role)); run-local makes none: each task reads and writes those "
+                      "paths on this machine, as they are here"), run.output
+    assert run.leftovers == []
+
+
 def test_run_local_and_the_generator_never_import_tensorflow():
     import subprocess
 

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from .. import backends
+from ..concerns import container, volumes
 from ..expand import pipeline
 from ..kit import files, owned
 from ..shared import contract, filesystems, install
@@ -171,6 +172,10 @@ def prepare(args) -> Prepared | None:
             notices.append(f"{name} comes from a Secret or resource field, which only a cluster has; "
                            "it is not set here")
 
+    mounted = _volumes_mounted(request.pods)
+    if mounted:
+        notices.append(f"the job mounts volumes ({mounted}); run-local makes none: each task reads and writes "
+                       "those paths on this machine, as they are here")
     gpus = sorted({f"{name} on {pod.role}" for pod in request.pods
                    for name in pod.container.get("resources", {}).get("limits", {}) if name.endswith("/gpu")})
     if gpus:
@@ -221,6 +226,31 @@ def prepare(args) -> Prepared | None:
 def write_files(written: dict[str, str]) -> None:
     """The files tasks.build says the tasks read (path -> text), their folders made: all or none (WriteFailed)."""
     files.write_files(written, make_folders=True)
+
+
+def _volumes_mounted(pods) -> str:
+    """The job's own mounts of each pod's training container, with their source and where they are mounted (not
+    tfjobgen's: its scratch, the endpoint map and the entrypoint run-local needs none of), e.g.
+    "/etc/creds from secret creds (worker), /models from claim model-config (every role)"."""
+    own = {*volumes.OWN_VOLUMES, container.ENTRY_VOLUME}
+    roles: dict[tuple[str, str], set[str]] = {}
+    for pod in pods:
+        sources = {v["name"]: v for v in pod.spec.get("volumes", [])}
+        for mount in pod.container.get("volumeMounts", []):
+            if mount["name"] not in own:
+                roles.setdefault((mount["mountPath"], _source(sources.get(mount["name"], {}))), set()).add(pod.role)
+    every = {pod.role for pod in pods}
+    return ", ".join(f"{path} from {source} ({'every role' if found == every else ', '.join(sorted(found))})"
+                     for (path, source), found in sorted(roles.items()))
+
+
+def _source(volume: dict) -> str:
+    if "persistentVolumeClaim" in volume:
+        return f"claim {volume['persistentVolumeClaim'].get('claimName')}"
+    for kind, key in (("configMap", "name"), ("secret", "secretName"), ("csi", "driver")):
+        if kind in volume:
+            return f"{kind} {volume[kind].get(key)}"
+    return "an emptyDir" if "emptyDir" in volume else f"volume {volume.get('name')}"
 
 
 def _has_star_server() -> bool:
