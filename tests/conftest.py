@@ -457,9 +457,17 @@ def pytest_terminal_summary(terminalreporter, config):
     lines += [f"{seconds:8.1f}  {nodeid}" for nodeid, seconds in sorted(tests.items(), key=lambda t: -t[1])[:SLOWEST]]
     lines += ["# the 10 slowest units of scheduling (an xdist_group runs in one process in turn)"]
     lines += [f"{seconds:8.1f}  {key}" for key, seconds in sorted(groups.items(), key=lambda g: -g[1])[:10]]
+    folders: dict[str, float] = {}  # where the run's time goes: the suite is bound by its sum, not one group
+    for nodeid, seconds in tests.items():
+        folder = nodeid.split("::")[0].rsplit("/", 1)[0]
+        folders[folder] = folders.get(folder, 0.0) + seconds
+    lines += ["# seconds of tests per folder"]
+    lines += [f"{seconds:8.1f}  {folder}" for folder, seconds in sorted(folders.items(), key=lambda f: -f[1])]
+    every = ["# every test"] + [f"{seconds:8.1f}  {nodeid}" for nodeid, seconds in
+                                sorted(tests.items(), key=lambda t: -t[1])]
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("\n".join(lines) + "\n")
-    terminalreporter.write_sep("=", f"slowest tests (written to {path})")
+    target.write_text("\n".join(lines + every) + "\n")
+    terminalreporter.write_sep("=", f"slowest tests (written to {path}, with every test)")
     for line in lines:
         terminalreporter.write_line(line)
