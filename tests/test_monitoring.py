@@ -316,6 +316,33 @@ def test_tensorboard_needs_storage_its_own_pod_can_read(tmp_path):
     assert own.field == "spec.tensorboard.logDir"
 
 
+CLAIMS = """\
+  volumes:
+  - {name: runs, persistentVolumeClaim: {claimName: ctr-runs}}
+  - {name: cache, emptyDir: {}}
+  volumeMounts:
+  - {name: runs, mountPath: /runs, subPath: ctr}
+  - {name: cache, mountPath: /runs/cache}
+"""
+
+
+def test_tensorboard_reads_a_log_dir_on_the_jobs_claim_through_that_claim_read_only(tmp_path):
+    """A log directory on a claim the training pods mount: TensorBoard's pod mounts the same claim at the same path
+    (and subPath), read-only; under an emptyDir mounted inside that claim's path it is the pod's own, refused."""
+    job = tmp_path / "tb.yaml"
+    job.write_text(TENSORBOARD_JOB % (CLAIMS + "  training: {modelDir: /runs/model}\n"))
+    objects = render(job)
+    (deployment,) = _of_kind(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["volumes"][1:] == [{"name": "runs", "persistentVolumeClaim": {"claimName": "ctr-runs", "readOnly": True}}]
+    assert pod["containers"][0]["volumeMounts"][1:] == [
+        {"mountPath": "/runs", "name": "runs", "readOnly": True, "subPath": "ctr"}]
+    assert pod["containers"][0]["args"][:2] == ["--logdir", "/runs/model"]
+    (refused,) = [p for p in problems_of(TENSORBOARD_JOB % (CLAIMS + "  training: {modelDir: /runs/cache/model}\n"),
+                                         tmp_path) if p.is_error]
+    assert refused.field == "spec.training.modelDir" and "persistentVolumeClaim the job mounts" in refused.message
+
+
 @pytest.mark.parametrize("backend", sorted(backends.BACKENDS))
 def test_the_pod_alerts_select_the_pods_each_controller_names(backend, tmp_path):
     """kube-state-metrics knows pods by name: the Pending and Failed alerts must match the names the

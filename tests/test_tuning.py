@@ -184,6 +184,12 @@ def test_storage_the_pods_cannot_reach_is_a_warning(tmp_path):
     assert warning.field == "spec.training.modelDir" and "cannot read checkpoints" in warning.message
     shared = evaluator + "  training: {modelDir: 'gs://bucket/x'}\n"
     assert problems_of(shared, tmp_path) == []
+    claim = evaluator + ("  volumes: [{name: runs, persistentVolumeClaim: {claimName: ctr-runs}}]\n"
+                         "  volumeMounts: [{name: runs, mountPath: /runs}]\n  training: {modelDir: /runs/model}\n")
+    assert problems_of(claim, tmp_path) == [], "the chief and the evaluator both mount the claim"
+    chief_only = claim.replace("  volumeMounts: [{name: runs, mountPath: /runs}]\n", "").replace(
+        "    chief: {", "    chief: {volumeMounts: [{name: runs, mountPath: /runs}], ")
+    assert chief_only != claim and [w.field for w in problems_of(chief_only, tmp_path)] == ["spec.training.modelDir"]
 
 
 @pytest.mark.parametrize("polling", ["psPolling", "workerPolling"])

@@ -1,6 +1,7 @@
 """TensorBoard for one job (spec.tensorboard): a Deployment and a Service reading the job's log directory.
 
-    Deployment     <job>-tensorboard   one pod, the job's image, `tensorboard --logdir <dir>`
+    Deployment     <job>-tensorboard   one pod, the job's image, `tensorboard --logdir <dir>`; a <dir> on a
+                                       claim the training pods mount is mounted read-only at the same path
     Service        <job>-tensorboard   port 6006, for `kubectl port-forward svc/<job>-tensorboard 6006`
     NetworkPolicy  <job>-tensorboard   no ingress at all: port-forward reaches the pod through the
                                        kubelet, which NetworkPolicies do not govern
@@ -13,7 +14,7 @@ It reads the log directory with the job's service account and env (cloud storage
 
 from __future__ import annotations
 
-from ..concerns import container, environment, labels, metadata, names, podspec
+from ..concerns import container, environment, labels, metadata, names, podspec, volumes
 from ..concerns.jobplan import JobPlan
 from ..inputs.problems import Problem
 from ..inputs.trainingjob import TrainingJob
@@ -46,10 +47,36 @@ def check(job: TrainingJob, profile) -> list[Problem]:
         return [Problem(f"'{directory}' starts with '-', so TensorBoard reads it as an option of its own, not as "
                         "the directory after --logdir (which is then left without one, and TensorBoard does not "
                         "start): give the directory its summaries are in, such as gs://bucket/runs/job", at)]
-    if not contract.is_shared_storage(directory):
+    if not contract.is_shared_storage(directory) and _claim(job, directory) is None:
         return [Problem(f"'{directory}' is inside the training pods' own storage, which TensorBoard's pod cannot "
-                        "read: use storage every pod reaches (gs://, s3://, hdfs://)", at)]
+                        "read: use storage every pod reaches (gs://, s3://, hdfs://), or a path on a "
+                        "persistentVolumeClaim the job mounts (spec.volumes), which TensorBoard's pod then mounts "
+                        "read-only", at)]
     return []
+
+
+def _claim(job: TrainingJob, directory: str) -> tuple[dict, dict] | None:
+    """The claim a training container holds the log directory on (volume, mount), the chief's first: the runtime's
+    chief writes the summaries; a program of your own may write them from any role."""
+    for role in sorted(job.roles, key=contract.ROLES.index):
+        found = volumes.on_claim(job, directory, role)
+        if found:
+            return found
+    return None
+
+
+def _claim_mount(job: TrainingJob, directory: str) -> tuple[list[dict], list[dict]]:
+    """The volume and mount TensorBoard's pod reads the log directory through: the training pods' claim, at the
+    same path, read-only (TensorBoard only reads). Nothing when the directory is a URL."""
+    found = None if contract.is_shared_storage(directory) else _claim(job, directory)
+    if found is None:
+        return [], []
+    volume, mount = found
+    claim = {"claimName": volume["persistentVolumeClaim"]["claimName"], "readOnly": True}
+    read_only = {"mountPath": mount["mountPath"], "name": volume["name"], "readOnly": True}
+    if "subPath" in mount:
+        read_only["subPath"] = mount["subPath"]
+    return [{"name": volume["name"], "persistentVolumeClaim": claim}], [read_only]
 
 
 def _selector(job: TrainingJob) -> dict[str, str]:
@@ -72,6 +99,7 @@ def objects(plan: JobPlan) -> list[dict]:
     if job.hadoop:
         env += environment.hadoop_env(job.hadoop)
     env += [e for e in job.env if e["name"] not in {v["name"] for v in env}]
+    claim_volumes, claim_mounts = _claim_mount(job, log_dir(job))
     pod_spec = {
         # No Kubernetes API token: cloud storage credentials come with the account through the cloud's
         # own mechanism (a metadata server, or a token volume its webhook projects), as for the training.
@@ -89,11 +117,11 @@ def objects(plan: JobPlan) -> list[dict]:
             "readinessProbe": {"tcpSocket": {"port": "http"}},
             "resources": {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "500m", "memory": "2Gi"}},
             "securityContext": {**container.security_context(job), "readOnlyRootFilesystem": True},
-            "volumeMounts": [{"mountPath": contract.SCRATCH_DIR, "name": "scratch"}],
+            "volumeMounts": [{"mountPath": contract.SCRATCH_DIR, "name": volumes.SCRATCH_VOLUME}] + claim_mounts,
         }],
         "enableServiceLinks": False,
         "securityContext": container.pod_security_context(profile),
-        "volumes": [{"emptyDir": {}, "name": "scratch"}],
+        "volumes": [{"emptyDir": {}, "name": volumes.SCRATCH_VOLUME}] + claim_volumes,
     }
     if job.service_account:
         pod_spec["serviceAccountName"] = job.service_account

@@ -27,7 +27,7 @@ from ..inputs.profile import ClusterProfile
 from ..inputs.trainingjob import TrainingJob
 from ..shared import contract
 from ..shared.contract import CLUSTER_ENV, TASK_INDEX_ENV
-from . import lifecycle, names, qos
+from . import lifecycle, names, qos, volumes
 from .names import Naming
 
 # Generated variables, and the spec field to set instead of writing them in spec.env.
@@ -258,11 +258,12 @@ def _check_training_storage(job: TrainingJob) -> list[Problem]:
         problems.append(Problem(
             f"{hdfs[0][1]} needs a Hadoop client in the pods: set spec.hadoop (home, javaHome) so tfjobgen "
             "sets the Hadoop environment, and install tensorflow-io in the image", hdfs[0][0], severity=WARNING))
-    if "evaluator" in job.roles and not contract.is_shared_storage(training["modelDir"]):
+    if "evaluator" in job.roles and not contract.is_shared_storage(training["modelDir"]) \
+            and not volumes.same_claim(job, training["modelDir"], ["chief", "evaluator"]):
         problems.append(Problem(
             f"the evaluator runs in its own pod and cannot read checkpoints in the chief's {training['modelDir']}: "
-            "use a modelDir every pod can reach (hdfs://, gs://, s3://)", "spec.training.modelDir",
-            severity=WARNING))
+            "use a modelDir every pod can reach (hdfs://, gs://, s3://), or a path on a persistentVolumeClaim the "
+            "chief and the evaluator both mount", "spec.training.modelDir", severity=WARNING))
     return problems
 
 

@@ -57,6 +57,30 @@ def pod_volumes(job: TrainingJob, role: str) -> list[dict]:
     return [dict(v) for v in job.volumes if v["name"] in used]
 
 
+def on_claim(job: TrainingJob, path: str, role: str) -> tuple[dict, dict] | None:
+    """The persistentVolumeClaim volume and its mount that hold `path` in `role`'s training container, or None.
+    The deepest mount holding the path decides (an emptyDir at /data/cache under a claim at /data holds
+    /data/cache/x); a claim outlives every pod, and any pod that mounts it reads the same files."""
+    path = _normal(path)
+    if not path.startswith("/"):
+        return None
+    holding = [m for m in mounts(job, role) if _inside(path, _normal(m["mountPath"]))]
+    if not holding:
+        return None
+    mount = max(holding, key=lambda m: len(_normal(m["mountPath"])))
+    volume = next((v for v in job.volumes if v["name"] == mount["name"]), None)
+    return (volume, mount) if volume is not None and "persistentVolumeClaim" in volume else None
+
+
+def same_claim(job: TrainingJob, path: str, roles: list[str]) -> bool:
+    """Whether every role in `roles` reaches `path` on one claim, at one place in it."""
+    found = [on_claim(job, path, role) for role in roles]
+    if not found or None in found:
+        return False
+    return len({(v["persistentVolumeClaim"]["claimName"], _normal(m["mountPath"]), m.get("subPath", ""))
+                for v, m in found}) == 1
+
+
 def _source(volume: dict) -> list[str]:
     return [key for key in volume if key != "name"]
 
