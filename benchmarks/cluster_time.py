@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import commands  # noqa: E402 - benchmarks/commands.py, beside this script
 REPO = Path(__file__).resolve().parents[1]
 
 from tfjobgen import backends
@@ -37,10 +38,9 @@ from tfjobgen.place import place
 SEED = REPO / "overlays" / "seed-80c" / "cluster-profile.yaml"
 
 
+
 def tfjobgen(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "generator")}
-    return subprocess.run([sys.executable, "-m", "tfjobgen", *args], capture_output=True, text=True, env=env,
-                          stdin=subprocess.DEVNULL, timeout=300)
+    return commands.tfjobgen(*args, timeout=300)
 
 
 def up_seconds(runs: int) -> list[float]:

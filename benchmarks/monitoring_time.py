@@ -31,6 +31,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import commands  # noqa: E402 - benchmarks/commands.py, beside this script
 REPO = Path(__file__).resolve().parents[1]
 
 from tfjobgen.cluster import home  # noqa: E402
@@ -46,12 +47,9 @@ NAMESPACE = "bench"
 STARTED = re.compile(r"(prometheus-operator|kube-state-metrics) started in ([0-9.]+)s")
 
 
+
 def tfjobgen(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "generator")}
-    done = subprocess.run([sys.executable, "-m", "tfjobgen", *args], capture_output=True, text=True, env=env)
-    if check and done.returncode:
-        raise SystemExit(f"tfjobgen {' '.join(args)} failed:\n{done.stderr}")
-    return done
+    return commands.tfjobgen(*args, check=check)
 
 
 def prometheus(objects: api.Objects, path: str, **query) -> dict:

@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import commands  # noqa: E402 - benchmarks/commands.py, beside this script
 REPO = Path(__file__).resolve().parents[1]
 from tfjobgen import backends
 from tfjobgen.expand import pipeline
@@ -48,10 +49,9 @@ def profile_file(name: str) -> Path:
     return REPO / "overlays" / name / "cluster-profile.yaml"
 
 
+
 def tfjobgen(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tfjobgen", *args], capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO / "generator")}, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    return commands.tfjobgen(*args, cwd=REPO)
 
 
 def run_cell(objects: api.Objects, job_file: Path, profile: str, backend: str, gang: str, profile_path: Path) -> dict:

@@ -29,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import commands  # noqa: E402 - benchmarks/commands.py, beside this script
 REPO = Path(__file__).resolve().parents[1]
 
 from tfjobgen.cluster import home  # noqa: E402
@@ -43,12 +44,9 @@ JOB = REPO / "tests" / "nodes" / "jobs" / "tiny.yaml"
 FINISHED = re.compile(r"event=finished .*steps_per_sec=([0-9.]+)")
 
 
+
 def tfjobgen(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "generator")}
-    done = subprocess.run([sys.executable, "-m", "tfjobgen", *args], capture_output=True, text=True, env=env)
-    if check and done.returncode:
-        raise SystemExit(f"tfjobgen {' '.join(args)} failed:\n{done.stderr}")
-    return done
+    return commands.tfjobgen(*args, check=check)
 
 
 def time_up(runs: int) -> list[float]:
