@@ -45,15 +45,14 @@ class LocalRun:
 
 @uses("tensorflow")  # run-local starts its tasks as processes (TensorFlow, or the job's command)
 def run_local(job: Path | str, tmp_path: Path, *args: str, deadline: float = RUN_DEADLINE,
-              count_bytes: bool = False, python: str | None = None) -> LocalRun:
-    """count_bytes: also read the bytes between its tasks while it runs (tfjobgen/local/wire.py). python: another
-    interpreter to run run-local with (its tasks run it too), as a venv with a package this one lacks."""
+              count_bytes: bool = False, python_path: str = "") -> LocalRun:
+    """count_bytes: also read the bytes between its tasks while it runs (tfjobgen/local/wire.py). python_path: a
+    folder put first on the PYTHONPATH of run-local and its tasks (a package this venv lacks)."""
     work_dir = tmp_path / f"run-{time.time_ns()}"
     sampler = wire.Sampler(str(work_dir)) if count_bytes else contextlib.nullcontext()
     report = tmp_path / f"{work_dir.name}.json"
-    command = ([python, "-m", "tfjobgen"] if python else tfjobgen_command()) + ["run-local", str(job), "--work-dir", str(work_dir), "--report", str(report),
-                                    *args]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "generator")}
+    command = tfjobgen_command() + ["run-local", str(job), "--work-dir", str(work_dir), "--report", str(report), *args]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [python_path, str(REPO / "generator")]))}
     started = time.monotonic()
     proc = subprocess.Popen(command, cwd=SAMPLE, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)

@@ -3,17 +3,18 @@
 Each example is a team's program (train.py, at /app/train.py in the team's image) and its TrainingJob. run-local
 runs a command on this machine, so the run uses a copy of the job whose command names train.py here; every other
 field is the example's. A run passes only when the chief trained, its loss fell (train.py exits non-zero
-otherwise) and every task ended with nothing left behind. The tf_keras example runs in a venv made for the test
-beside this one's packages: tf-keras cannot join the project's venv (it requires the `tensorflow` distribution,
-and the runtime extra pins tensorflow-cpu; docs/own-code.md).
+otherwise) and every task ended with nothing left behind. The tf_keras example runs with tf-keras on its
+PYTHONPATH, installed into a folder of its own: tf-keras cannot join the project's venv (it requires the
+`tensorflow` distribution, and the runtime extra pins tensorflow-cpu; docs/own-code.md).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import subprocess
 import sys
-import sysconfig
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -21,6 +22,7 @@ from conftest import REPO, need, run_tfjobgen
 from runtime_support import need_tensorflow, run_local
 
 from tfjobgen.artifacts.images.recipe import TF_KERAS  # the team fixture's too: one pin
+from tfjobgen.kit import caches
 
 EXAMPLES = REPO / "examples"
 STEPS = 120
@@ -64,26 +66,35 @@ def test_the_custom_loop_example_trains_under_run_local(tmp_path):
     assert run.seconds < 60, run.seconds
 
 
-def _tf_keras_python(tmp_path: Path) -> str:
-    """This Python if it has tf_keras; else a venv beside it, seeing its packages, with tf_keras added."""
+def _tf_keras_folder() -> str:
+    """A folder holding tf_keras, for the run's PYTHONPATH ("" when this Python has it already). Installed once per
+    machine, outside the clone (~/.cache/tfjobgen/tf-keras/<release>): a venv of its own and pip on every run took
+    most of the test's minute."""
     if importlib.util.find_spec("tf_keras"):
-        return sys.executable
-    venv = tmp_path / "tf-keras-venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    Path(site, "project-venv.pth").write_text(sysconfig.get_path("purelib") + "\n")  # TensorFlow and the rest
-    installed = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                                "--no-deps", TF_KERAS], capture_output=True, text=True, timeout=300)
-    return need("tf_keras", str(python) if installed.returncode == 0 else None,
-                f"pip install --no-deps {TF_KERAS} failed: {installed.stderr.strip()[-300:]}")
+        return ""
+    target = caches.folder("tf-keras", "TFJOBGEN_TF_KERAS_CACHE") / TF_KERAS.replace("==", "-")
+    if (target / "tf_keras").is_dir():
+        return str(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))  # whole, then renamed into place
+    try:
+        installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                                    "--no-deps", "--target", str(staging), TF_KERAS],
+                                   capture_output=True, text=True, timeout=300)
+        need("tf_keras", "installed" if installed.returncode == 0 else None,
+             f"pip install --no-deps {TF_KERAS} failed: {installed.stderr.strip()[-300:]}")
+        try:
+            staging.rename(target)
+        except OSError:  # another process put it there first
+            pass
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return str(target)
 
 
 def test_the_keras_fit_example_trains_under_run_local_with_tf_keras(tmp_path):
     need_tensorflow()
-    python = _tf_keras_python(tmp_path)
-    run = run_local(_local_copy("keras-fit", tmp_path), tmp_path, "--restarts", "0", python=python)
+    run = run_local(_local_copy("keras-fit", tmp_path), tmp_path, "--restarts", "0", python_path=_tf_keras_folder())
     chief = _trained(run)
     assert "keras 2.21.0 (tf_keras" in chief and f"trained {STEPS} steps" in chief, chief[-2000:]
     assert run.seconds < 60, run.seconds
