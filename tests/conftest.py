@@ -28,6 +28,8 @@ TESTS = REPO / "tests"
 # argocd/base/ or rendered/: those are the team's (a team replaces them with its own; `make repo-checks`
 # checks whatever they hold). The sample started as a copy of the seed's examples and may diverge from them.
 SAMPLE = TESTS / "fixtures" / "sample-repo"
+# Another team's data (64-core servers, its own registry, namespace and clusters): a team adopting the tool.
+OTHER_TEAM = TESTS / "fixtures" / "other-team"
 JOBS = SAMPLE / "jobs"
 OVERLAYS = sorted(p.parent.name for p in (SAMPLE / "overlays").glob("*/kustomization.yaml"))
 PLUGIN_HOME = REPO / "plugins"
