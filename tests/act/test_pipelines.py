@@ -44,7 +44,7 @@ def _sections(body: str) -> dict[str, str]:
     return dict(part.split("`", 1) for part in body.split("### Cluster `")[1:])
 
 
-def test_a_pr_for_one_cluster_gets_one_comment_updated_in_place_and_leaves_the_other_untouched(act_repo):
+def test_a_pr_for_one_cluster_gets_one_comment_updated_in_place_and_leaves_the_other_untouched(act_repo):  # noqa: F811
     seed_programs_cache(act_repo)  # what a run on main saved: the placement preview runs
     act_repo.branch("prod-only")
     (act_repo.path / "jobs" / "prod-only.yaml").write_text(ONE_CLUSTER_JOB)
@@ -85,7 +85,7 @@ def test_a_pr_for_one_cluster_gets_one_comment_updated_in_place_and_leaves_the_o
     assert writes[1][1].endswith(f"/issues/comments/{comment['id']}")
 
 
-def test_a_pr_breaking_a_job_fails_with_file_line_field_in_the_comment(act_repo):
+def test_a_pr_breaking_a_job_fails_with_file_line_field_in_the_comment(act_repo):  # noqa: F811
     act_repo.branch("typo")
     job = act_repo.path / JOB
     job.write_text(job.read_text().replace("qos: cpuset", "qos: cpu-set"))
