@@ -94,7 +94,7 @@ NAMING = Naming(
 
 def leader(job: TrainingJob) -> str:
     """The role whose completion completes the job: the chief, else the workers (worker 0 is chief)."""
-    return "chief" if "chief" in job.roles else "worker"
+    return job.coordinator
 
 
 def check(job: TrainingJob, profile: ClusterProfile) -> list[Problem]:

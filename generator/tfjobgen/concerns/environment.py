@@ -78,8 +78,7 @@ def endpoint_map(job: TrainingJob, profile: ClusterProfile, cluster: dict[str, t
 def control_address(job: TrainingJob, profile: ClusterProfile, naming: Naming) -> str:
     """Where the runtime's chief tells the other tasks that training is over or stopped (tf1 without
     chief: worker 0)."""
-    role = "chief" if "chief" in job.roles else "worker"
-    host = naming.address(job, profile, role, 0).rsplit(":", 1)[0]
+    host = naming.address(job, profile, job.coordinator, 0).rsplit(":", 1)[0]
     return f"{host}:{profile.control_port}"
 
 
@@ -259,7 +258,7 @@ def _check_training_storage(job: TrainingJob) -> list[Problem]:
             f"{hdfs[0][1]} needs a Hadoop client in the pods: set spec.hadoop (home, javaHome) so tfjobgen "
             "sets the Hadoop environment, and install tensorflow-io in the image", hdfs[0][0], severity=WARNING))
     if "evaluator" in job.roles and not contract.is_shared_storage(training["modelDir"]) \
-            and not volumes.same_claim(job, training["modelDir"], ["chief", "evaluator"]):
+            and not volumes.same_claim(job, training["modelDir"], [job.coordinator, "evaluator"]):
         problems.append(Problem(
             f"the evaluator runs in its own pod and cannot read checkpoints in the chief's {training['modelDir']}: "
             "use a modelDir every pod can reach (hdfs://, gs://, s3://), or a path on a persistentVolumeClaim the "

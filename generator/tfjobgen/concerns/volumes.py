@@ -62,7 +62,7 @@ def on_claim(job: TrainingJob, path: str, role: str) -> tuple[dict, dict] | None
     The deepest mount holding the path decides (an emptyDir at /data/cache under a claim at /data holds
     /data/cache/x); a claim outlives every pod, and any pod that mounts it reads the same files."""
     path = _normal(path)
-    if not path.startswith("/"):
+    if not path.startswith("/") or role not in job.roles:
         return None
     holding = [m for m in mounts(job, role) if _inside(path, _normal(m["mountPath"]))]
     if not holding:

@@ -140,6 +140,11 @@ class TrainingJob:
         """True when pods run tfjobgen's own training runtime."""
         return self.command is None
 
+    @property
+    def coordinator(self) -> str:
+        """The role whose task 0 coordinates (and completes the job): the chief, or worker 0 in a job without."""
+        return "chief" if "chief" in self.roles else "worker"
+
 
 def _role(name: str, spec: dict) -> Role:
     threads = spec.get("threads", {})
