@@ -209,8 +209,8 @@ def prepare(args) -> Prepared | None:
         for flag, faults in (("--kill", args.kill), ("--evict", args.evict)):
             for task, step in faults:  # a fault waits for its step: it would never come, and the run "PASS"
                 raise LocalError(f"{flag} {task}@{step}: a fault is injected at a step the chief reports, and a "
-                                 "program of your own (spec.command) reports none; to see its recovery, kill -9 the task's process "
-                                 "yourself while the run goes on")
+                                 "program of your own (spec.command) reports none; to see its recovery, kill -9 "
+                                 "the task's process yourself while the run goes on")
     names = {f"{role}:{i}" for role, n in chosen.counts.items() for i in range(n)}
     for name in list(args.without) + [task for task, _ in args.kill + args.evict]:
         if name not in names:
@@ -238,13 +238,15 @@ def _volumes_mounted(pods) -> str:
         sources = {v["name"]: v for v in pod.spec.get("volumes", [])}
         for mount in pod.container.get("volumeMounts", []):
             if mount["name"] not in own:
-                roles.setdefault((mount["mountPath"], _source(sources.get(mount["name"], {}))), set()).add(pod.role)
+                where = (mount["mountPath"], _source_text(sources.get(mount["name"], {})))
+                roles.setdefault(where, set()).add(pod.role)
     every = {pod.role for pod in pods}
     return ", ".join(f"{path} from {source} ({'every role' if found == every else ', '.join(sorted(found))})"
                      for (path, source), found in sorted(roles.items()))
 
 
-def _source(volume: dict) -> str:
+def _source_text(volume: dict) -> str:
+    """Where a volume's files come from, in words: "claim ctr-data", "secret reader", "an emptyDir"."""
     if "persistentVolumeClaim" in volume:
         return f"claim {volume['persistentVolumeClaim'].get('claimName')}"
     for kind, key in (("configMap", "name"), ("secret", "secretName"), ("csi", "driver")):
