@@ -30,6 +30,7 @@ TESTS = REPO / "tests"
 SAMPLE = TESTS / "fixtures" / "sample-repo"
 # Another team's data (64-core servers, its own registry, namespace and clusters): a team adopting the tool.
 OTHER_TEAM = TESTS / "fixtures" / "other-team"
+OTHER_TEAM_JOBS = {"ctr-daily", "dnn-rerank", "embedding-refresh", "two-tower"}  # its jobs/, by name
 JOBS = SAMPLE / "jobs"
 OVERLAYS = sorted(p.parent.name for p in (SAMPLE / "overlays").glob("*/kustomization.yaml"))
 PLUGIN_HOME = REPO / "plugins"

@@ -20,9 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CRD_DIR, DATA_PARTS, OTHER_TEAM, REPO, kubectl, need, sample_repo, uses
+from conftest import CRD_DIR, DATA_PARTS, OTHER_TEAM, OTHER_TEAM_JOBS, REPO, kubectl, need, sample_repo, uses
 
-TEAM_JOBS = {"ctr-daily", "dnn-rerank", "embedding-refresh", "two-tower"}
 TEAM_CLUSTERS = ("prod-64c", "staging-16c")
 
 
@@ -43,7 +42,7 @@ def swapped(tmp_path_factory) -> Path:
         shutil.copy2(REPO / name, copy / name, follow_symlinks=False)
     sample_repo(copy, data=OTHER_TEAM)  # removes every data part (rendered/ too), then copies the team's
     jobs = {p.stem for p in (copy / "jobs").glob("*.yaml")} - {"kustomization"}
-    assert jobs == TEAM_JOBS, "the copy's jobs/ must be the other team's only"
+    assert jobs == OTHER_TEAM_JOBS, "the copy's jobs/ must be the other team's only"
     assert not (copy / "rendered").exists() and all((copy / part).exists() for part in DATA_PARTS if part != "rendered")
     return copy
 
@@ -80,7 +79,7 @@ def test_the_jobs_pipelines_checks_pass_on_another_teams_repository(swapped):
     hydrated = run_in(swapped, *tfjobgen, "hydrate")
     assert hydrated.returncode == 0, hydrated.stderr
     written = sorted(p.relative_to(swapped / "rendered").as_posix() for p in (swapped / "rendered").rglob("*.yaml"))
-    assert written == sorted(f"{cluster}/ranking/{job}.yaml" for cluster in TEAM_CLUSTERS for job in TEAM_JOBS
+    assert written == sorted(f"{cluster}/ranking/{job}.yaml" for cluster in TEAM_CLUSTERS for job in OTHER_TEAM_JOBS
                              if job != "ctr-daily" or cluster == "prod-64c")
     prod = (swapped / "rendered" / "prod-64c" / "ranking" / "ctr-daily.yaml").read_text()
     assert "kind: PodMonitor" in prod and "kubernetes.io/metadata.name: observability" in prod, \

@@ -14,12 +14,11 @@ from __future__ import annotations
 import re
 
 from act_support import act_repo, list_job, run_pr, seed_programs_cache  # noqa: F401 - act_repo is a fixture
-from conftest import OTHER_TEAM, sample_repo
+from conftest import OTHER_TEAM, OTHER_TEAM_JOBS, sample_repo
 
 from tfjobgen.harness.act import ActRepo
 
 MARKER = "<!-- tfjobgen-diff -->"
-OTHER_TEAM_JOBS = {"ctr-daily", "dnn-rerank", "embedding-refresh", "two-tower"}
 JOB = "jobs/wide-deep.yaml"
 
 
