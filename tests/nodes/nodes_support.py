@@ -108,6 +108,29 @@ def remove_namespace(cluster, namespace: str, timeout: float = 90) -> None:
     cluster.wait(lambda: not cluster.pods(namespace), f"every pod of {namespace} gone", timeout)
 
 
+# Each backend's top object and the condition it reaches when the job completes.
+COMPLETED = {"native": ("batch/v1", "Job", "Complete"), "jobset": ("jobset.x-k8s.io/v1alpha2", "JobSet", "Completed"),
+             "tfjob": ("kubeflow.org/v1", "TFJob", "Succeeded")}
+
+
+def wait_complete(cluster, backend: str, namespace: str, timeout: float = 120) -> None:
+    """Until every top object of the namespace's job (Jobs, the JobSet, the TFJob) has completed; a TimeoutError
+    that describes each of them and every pod otherwise."""
+    api_version, kind, condition = COMPLETED[backend]
+
+    def complete():
+        found = cluster.objects.list(api_version, kind, namespace)
+        return found and all(any(c["type"] == condition and c["status"] == "True"
+                                 for c in (o.get("status") or {}).get("conditions") or []) for o in found)
+
+    try:
+        cluster.wait(complete, f"every {kind} of {namespace} {condition}", timeout)
+    except TimeoutError as err:
+        jobs = "; ".join(f"{o['metadata']['name']}: {(o.get('status') or {}).get('conditions')}"
+                         for o in cluster.objects.list(api_version, kind, namespace))
+        raise TimeoutError(f"{err}\n{kind}s: {jobs}\n{describe_namespace(cluster, namespace)}") from None
+
+
 def describe_namespace(cluster, namespace: str, log_lines: int = 8) -> str:
     """What a failed wait needs to say: each pod's node, phase, restarts and container state, the last lines of
     its log, and the namespace's warning events (a wait that timed out says nothing of why)."""

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import pytest
 from cluster import cluster_support
-from nodes_support import (PROFILE, apply, container_pid, describe_namespace, exec_in, job_objects, need_real_nodes,
-                           probe_pod, remove_namespace, run_probe, running_pods, terminated)
+from nodes_support import (PROFILE, apply, container_pid, exec_in, job_objects, need_real_nodes, probe_pod,
+                           remove_namespace, run_probe, running_pods, terminated, wait_complete)
 
 import machine
 from tfjobgen.harness import conformance
@@ -147,7 +147,7 @@ def test_the_job_trains_to_completion_in_pods_of_the_built_image(cluster, backen
     _train(cluster, backend, namespace)
     # 20 s alone; once past 240 s under `make test`, with no word of why (the likely cause: pods of 100m requests,
     # cpu.shares 102, weigh little beside the suite's processes). A timeout now describes every pod.
-    _wait_complete(cluster, backend, namespace, timeout=480)
+    wait_complete(cluster, backend, namespace, timeout=480)
     # The TFJob operator deletes the pods still running once the chief succeeds (cleanPodPolicy Running):
     # the chief's pod stays, and every pod left ended well.
     def settled():  # the operator's deletions under way: wait until it has asked for every one
@@ -160,24 +160,6 @@ def test_the_job_trains_to_completion_in_pods_of_the_built_image(cluster, backen
     log = cluster.kubectl("logs", "-n", namespace, chief["metadata"]["name"]).stdout
     assert "event=finished" in log and "step=1500" in log, log[-2000:]
     remove_namespace(cluster, namespace)
-
-
-def _wait_complete(cluster, backend: str, namespace: str, timeout: float = 120) -> None:
-    kinds = {"native": ("batch/v1", "Job", "Complete"), "jobset": ("jobset.x-k8s.io/v1alpha2", "JobSet", "Completed"),
-             "tfjob": ("kubeflow.org/v1", "TFJob", "Succeeded")}
-    api_version, kind, condition = kinds[backend]
-
-    def complete():
-        found = cluster.objects.list(api_version, kind, namespace)
-        return found and all(any(c["type"] == condition and c["status"] == "True"
-                                 for c in (o.get("status") or {}).get("conditions") or []) for o in found)
-
-    try:
-        cluster.wait(complete, f"every {kind} of {namespace} {condition}", timeout)
-    except TimeoutError as err:
-        jobs = "; ".join(f"{o['metadata']['name']}: {(o.get('status') or {}).get('conditions')}"
-                         for o in cluster.objects.list(api_version, kind, namespace))
-        raise TimeoutError(f"{err}\n{kind}s: {jobs}\n{describe_namespace(cluster, namespace)}") from None
 
 
 CLAIM = "training-store"  # tests/nodes/jobs/on-a-volume.yaml's claim
@@ -222,7 +204,7 @@ def test_the_job_reads_its_data_from_a_claim_and_checkpoints_there(cluster, tmp_
         apply(cluster, _local_volume(name, folder, "node-000", namespace))
         rendered = conformance.render(JOBS / "on-a-volume.yaml", PROFILE, "native", namespace)
         apply(cluster, job_objects(rendered))
-        _wait_complete(cluster, "native", namespace, timeout=300)
+        wait_complete(cluster, "native", namespace, timeout=300)
         pods = cluster.pods(namespace)
         assert pods and {p["spec"]["nodeName"] for p in pods} == {"node-000"}  # where the volume is
         chief = next(p for p in pods if p["metadata"]["labels"][labels.ROLE] == "chief")
@@ -350,7 +332,7 @@ def test_a_ps_killed_by_sigkill_gets_a_new_pod_and_the_job_completes(cluster):
     old, new = cluster.wait(replaced, "the killed PS's exit and its new pod", 90)
     assert terminated(old)["exitCode"] == 137  # 128 + SIGKILL, as the kubelet reports a killed process
     assert old["status"]["phase"] == "Failed"
-    _wait_complete(cluster, "native", namespace)
+    wait_complete(cluster, "native", namespace)
     remove_namespace(cluster, namespace)
 
 
@@ -416,7 +398,7 @@ def test_an_evicted_worker_gets_a_new_pod_that_is_not_counted(cluster):
     cluster.evict_pod(namespace, worker["metadata"]["name"])
     new = _next_pod(cluster, namespace, worker, "a new pod for the evicted worker", 90)
     assert new["metadata"]["annotations"].get(labels.JOB_INDEX_FAILURE_COUNT, "0") == "0"
-    _wait_complete(cluster, "native", namespace)
+    wait_complete(cluster, "native", namespace)
     remove_namespace(cluster, namespace)
 
 

@@ -22,7 +22,8 @@ import time
 
 import pytest
 from cluster import cluster_support
-from nodes_support import PROFILE, apply, container_pid, job_objects, need_real_nodes, remove_namespace, terminated
+from nodes_support import (COMPLETED, PROFILE, apply, container_pid, job_objects, need_real_nodes, remove_namespace,
+                           terminated, wait_complete)
 
 import machine
 from tfjobgen.concerns import labels
@@ -32,8 +33,6 @@ from tfjobgen.shared import contract
 pytestmark = pytest.mark.xdist_group("real-nodes")
 
 JOB = PROFILE.parent.parent / "jobs" / "team.yaml"
-KINDS = {"native": ("batch/v1", "Job", "Complete"), "jobset": ("jobset.x-k8s.io/v1alpha2", "JobSet", "Completed"),
-         "tfjob": ("kubeflow.org/v1", "TFJob", "Succeeded")}
 TIMES: dict[str, float] = {}
 
 
@@ -89,13 +88,8 @@ def _ended_at(pod: dict) -> float:
 def test_a_team_program_that_succeeds_completes_its_job_and_its_ps_and_worker_exit_0(cluster, backend):
     namespace = f"team-ok-{backend}"
     started = _start(cluster, backend, namespace, ["--steps", "200"])
-    api_version, kind, condition = KINDS[backend]
-
-    def complete():
-        found = cluster.objects.list(api_version, kind, namespace)
-        return found if found and all(condition in _conditions(o) for o in found) else None
-
-    cluster.wait(complete, f"every {kind} of {namespace} {condition}", 300)
+    _, kind, condition = COMPLETED[backend]
+    wait_complete(cluster, backend, namespace, 300)
     TIMES[f"success {backend}: apply to {kind} {condition} (s)"] = round(time.monotonic() - started, 1)
     pods = {p["metadata"]["labels"][labels.ROLE]: p for p in cluster.pods(namespace)
             if not p["metadata"].get("deletionTimestamp") and terminated(p)}
@@ -119,7 +113,7 @@ def test_a_team_program_that_succeeds_completes_its_job_and_its_ps_and_worker_ex
 def test_a_team_program_that_fails_for_good_fails_its_job_and_stops_every_task(cluster, backend):
     namespace = f"team-fail-{backend}"
     started = _start(cluster, backend, namespace, ["--fail-with", "42"])
-    api_version, kind, _ = KINDS[backend]
+    api_version, kind, _ = COMPLETED[backend]
 
     def failed():
         found = cluster.objects.list(api_version, kind, namespace)
@@ -168,11 +162,7 @@ def test_a_ps_killed_by_sigkill_gets_a_new_pod_and_the_job_completes(cluster):
     old = cluster.wait(replaced, "the killed PS's exit and its new pod", 90)
     assert terminated(old)["exitCode"] == 137
 
-    def complete():
-        jobs = cluster.objects.list("batch/v1", "Job", namespace)
-        return jobs if jobs and all("Complete" in _conditions(j) for j in jobs) else None
-
-    cluster.wait(complete, f"every Job of {namespace} Complete", 420)
+    wait_complete(cluster, "native", namespace, 420)
     TIMES["SIGKILLed PS native: apply to every Job Complete (s)"] = round(time.monotonic() - started, 1)
     chiefs = cluster.pods(namespace, f"{labels.ROLE}=chief")
     TIMES["SIGKILLed PS native: chief pods"] = len(chiefs)
@@ -216,11 +206,7 @@ def test_each_example_trains_on_real_nodes_and_its_job_completes(cluster, exampl
     model.fit (TF_USE_LEGACY_KERAS=1 in its spec.env). Every Job completes and every task exits 0."""
     namespace = f"team-{example}"
 
-    def complete():
-        jobs = cluster.objects.list("batch/v1", "Job", namespace)
-        return jobs if jobs and all("Complete" in _conditions(j) for j in jobs) else None
-
-    cluster.wait(complete, f"every Job of {namespace} Complete", 420)
+    wait_complete(cluster, "native", namespace, 420)
     TIMES[f"{example} example native: apply to every Job Complete (s)"] = round(time.monotonic() - examples[example], 1)
     pods = [p for p in cluster.pods(namespace) if terminated(p)]
     assert sorted(p["metadata"]["labels"][labels.ROLE] for p in pods) == ["chief", "ps", "ps", "worker", "worker"]

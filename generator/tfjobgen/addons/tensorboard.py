@@ -67,8 +67,8 @@ def _claim(job: TrainingJob, directory: str) -> tuple[dict, dict] | None:
 
 def _claim_mount(job: TrainingJob, directory: str) -> tuple[list[dict], list[dict]]:
     """The volume and mount TensorBoard's pod reads the log directory through: the training pods' claim, at the
-    same path, read-only (TensorBoard only reads). Nothing when the directory is a URL."""
-    found = None if contract.is_shared_storage(directory) else _claim(job, directory)
+    same path, read-only (TensorBoard only reads). Nothing when the directory is a URL (no claim holds one)."""
+    found = _claim(job, directory)
     if found is None:
         return [], []
     volume, mount = found
