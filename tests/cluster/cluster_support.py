@@ -29,6 +29,7 @@ from tfjobgen.cluster import control, home, processes
 from tfjobgen.artifacts import programs
 from tfjobgen.cluster.plane import stages
 from tfjobgen.harness import pods
+from tfjobgen.kit import owned
 from tfjobgen.place import place
 
 SESSION_HOME = Path(os.environ[home.HOME_ENV])  # this session's folder (conftest.py)
@@ -124,6 +125,28 @@ class LocalCluster:
 
 def leftovers(cluster_home: Path) -> list[int]:
     return processes.running(cluster_home)
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    name: str  # /proc's comm: the first 15 bytes of the program's name
+    argv: tuple[str, ...]
+    environment: dict[str, str]
+
+
+def cluster_processes(cluster_home: Path) -> list[Process]:
+    """The live processes of a cluster, read from /proc. Kubelets and CNI plugins start programs that
+    last milliseconds (iptables, mount): one that ends between the listing and the reading is left out."""
+    found = []
+    for pid, environment in sorted(owned.environments(processes.MARKER, str(cluster_home)).items()):
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        found.append(Process(pid, name, tuple(a.decode(errors="replace") for a in argv if a), environment))
+    return found
 
 
 @uses("cluster")  # on the wrapper: conftest's marking does not look inside contextlib's

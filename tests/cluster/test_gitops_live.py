@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
-from cluster_support import SESSION_HOME, leftovers, local_cluster, need_cluster_tools, tfjobgen
+from cluster_support import SESSION_HOME, cluster_processes, leftovers, local_cluster, need_cluster_tools, tfjobgen
 from conftest import REPO, SAMPLE, need, sample_repo
 
 from tfjobgen.cluster import home as cluster_home
@@ -128,14 +128,14 @@ def test_the_first_sync_brings_in_every_job_of_the_overlay_as_the_plugin_builds_
     state = live.cluster.state()["argocd"]
     assert state["applications"] == [APP, OTHER_APP], "only this cluster's destinations get an Application"
     # The plugin server: the sidecar image's programs only, and no network (its own namespace: a loopback only).
-    cmp_server = next(pid for pid in leftovers(live.cluster.home)
-                      if b"ARGOCD_BINARY_NAME=argocd-cmp-server" in Path(f"/proc/{pid}/environ").read_bytes())
+    cmp_server = next(p.pid for p in cluster_processes(live.cluster.home)
+                      if p.environment.get("ARGOCD_BINARY_NAME") == "argocd-cmp-server")
     assert os.readlink(f"/proc/{cmp_server}/ns/net") != os.readlink("/proc/self/ns/net")
     assert [line.split(":")[0].strip() for line in Path(f"/proc/{cmp_server}/net/dev").read_text().splitlines()[2:]] \
         == ["lo"]
     assert sorted(p.name for p in (live.cluster.home / "argocd" / "bin").iterdir()) == ["bash", "kustomize", "python3"]
     # redis keeps the cluster's mark in its environment (it would overwrite it with its title): down finds it.
-    assert "redis-server" in {Path(f"/proc/{pid}/comm").read_text().strip() for pid in leftovers(live.cluster.home)}
+    assert "redis-server" in {p.name for p in cluster_processes(live.cluster.home)}
     head = live.repo.head()
     for app in (APP, OTHER_APP):
         seen = live.synced(app, head)
@@ -420,10 +420,10 @@ def test_the_plugin_images_own_cmp_server_serves_the_repo_server_as_its_sidecar(
             for app in (APP, OTHER_APP):
                 live.synced(app, repo.head())
             synced = time.monotonic()
-            [server] = [pid for pid in leftovers(cluster.home)
-                        if Path(f"/proc/{pid}/comm").read_text().strip() == "argocd-cmp-serv"]
+            [server] = [p for p in cluster_processes(cluster.home) if p.name == "argocd-cmp-serv"]
+            assert server.argv[0] == plugin_sidecar.BINARY
+            server = server.pid
             inside = Path(f"/proc/{server}/root")
-            assert Path(f"/proc/{server}/cmdline").read_bytes().split(b"\0")[0] == plugin_sidecar.BINARY.encode()
             assert os.stat(f"/proc/{server}").st_uid == plugin_sidecar.UID
             assert (inside / "home/argocd/cmp-server/config/plugin.yaml").read_bytes() == \
                 (REPO / "argocd" / "plugin" / "plugin.yaml").read_bytes(), "the image's plugin.yaml serves"

@@ -414,9 +414,8 @@ def test_a_node_lost_by_stopping_its_kubelet_gets_its_tasks_replaced_once_it_is_
     lost = "node-001"
     on_lost = {p["metadata"]["uid"] for p in pods if p["spec"]["nodeName"] == lost}
     assert on_lost, "the scheduler put no task on node-001"
-    kubelet = [pid for pid in cluster_support.leftovers(cluster.home)
-               if f"--hostname-override={lost}" in Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
-               and "kubelet" in Path(f"/proc/{pid}/comm").read_text()]
+    kubelet = [p.pid for p in cluster_support.cluster_processes(cluster.home)
+               if p.name == "kubelet" and f"--hostname-override={lost}" in p.argv]
     assert len(kubelet) == 1, kubelet
     os.kill(kubelet[0], signal.SIGKILL)
 
