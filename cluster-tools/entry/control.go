@@ -24,10 +24,15 @@ const (
 	retryInterval  = 1 * time.Second  // between connection attempts to an absent chief
 	poll           = 250 * time.Millisecond
 	maxLine        = 1024
-	finishLinger   = 10 * time.Second // the chief keeps answering DONE to tasks that reconnect (tf2.LINGER)
+	finishLinger   = 60 * time.Second // the chief keeps answering DONE to tasks that have not said BYE (below)
 	abortLinger    = 20 * time.Second // the chief keeps saying ABORT (ending.ABORT_LINGER)
 	connectTimeout = 5 * time.Second
 )
+
+// finishLinger: a task whose pod is being replaced when training ends (the Job controller waits 10 s,
+// then 20 s, before a new pod) hears DONE once it is up. The runtime's chief lingers 10 s (tf2.LINGER),
+// since its tasks also find its word in the model directory; a program of your own leaves no such word,
+// so DONE is all they get. The wait costs nothing when every task answers at once.
 
 var errTimeout = errors.New("no line in time")
 

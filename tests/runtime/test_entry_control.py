@@ -97,6 +97,22 @@ def test_the_go_chief_tells_python_tasks_done_once_its_program_succeeds(tmp_path
     assert "told every task DONE" in said and "did not answer" not in said, said  # both said BYE
 
 
+def test_a_task_whose_new_pod_comes_up_after_the_chiefs_program_succeeded_still_hears_done(tmp_path):
+    """A PS replaced as training ends: its new pod comes 10 s or more later (the Job controller's backoff).
+    A program of your own leaves no word in a model directory, so the chief's DONE is all it can get."""
+    address, chief, release = _go_chief(tmp_path, 0)
+    worker = _link(address, "worker:0")
+    time.sleep(control.HEARTBEAT + 0.5)
+    release.touch()
+    assert worker.done.wait(10)
+    time.sleep(15)  # past the runtime's own linger (tf2.LINGER, 10 s)
+    assert chief.poll() is None, "the chief left while ps:0 had not said goodbye"
+    replaced = _link(address, "ps:0")
+    code, said = _ended(chief)
+    assert code == 0 and "did not answer" not in said, said
+    assert replaced.done.wait(5) and replaced.failed is None  # the link says BYE before it marks itself done
+
+
 def test_the_go_chief_stops_python_tasks_when_its_program_fails_for_good(tmp_path):
     address, chief, release = _go_chief(tmp_path, control_code := 2)  # a permanent code
     link = _link(address, "ps:0")
@@ -250,6 +266,7 @@ def test_both_chiefs_say_the_same_lines_to_the_same_client(tmp_path):
     finally:
         python_chief.close()
     address, go_chief, release = _go_chief(tmp_path, 0)
+    _link(address, "worker:0")  # says BYE to DONE, or the Go chief would linger for it (finishLinger)
     finish = threading.Event()
     threading.Thread(target=lambda: finish.wait(30) and release.touch(), daemon=True).start()
     go_said = _transcript(address, finish)
