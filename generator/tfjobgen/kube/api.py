@@ -245,10 +245,11 @@ class Objects:
             return False
         return True
 
-    def create(self, obj: dict):
+    def create(self, obj: dict, dry_run: str = ""):
+        """`dry_run="All"`: admitted and mutated (webhooks included) but not stored."""
         resource = self.resource(obj["apiVersion"], obj["kind"])
         namespace = obj["metadata"].get("namespace") if resource.namespaced else None
-        return resource.create(body=obj, namespace=namespace)
+        return resource.create(body=obj, namespace=namespace, **({"dry_run": dry_run} if dry_run else {}))
 
     def apply(self, obj: dict, manager: str = "tfjobgen", force: bool = True):
         """Server-side apply, as `kubectl apply --server-side` does."""

@@ -99,6 +99,21 @@ def start(context: Context) -> None:
                        f"{obj['kind']} {obj['metadata']['name']} accepted")
     api.wait_until(lambda: _active(context.objects.get(API, "ClusterQueue", CLUSTER_QUEUE)), 60,
                    f"ClusterQueue {CLUSTER_QUEUE} Active")
+    api.wait_until(lambda: _suspends_queued_jobs(context.objects, context.profile), 60,
+                   "Kueue's webhook suspending a queued Job")
+
+
+def _suspends_queued_jobs(objects: api.Objects, profile) -> bool:
+    """Whether a Job naming the LocalQueue comes back suspended from a dry run. The API server takes
+    webhook configurations up from a watch, later than they are written: a job created before then
+    skips Kueue's webhook and runs unsuspended, over quota."""
+    probe = {"apiVersion": "batch/v1", "kind": "Job",
+             "metadata": {"name": "tfjobgen-kueue-probe", "namespace": "default",
+                          "labels": {gang_schedulers.SCHEDULERS[NAME].queue_label: profile.gang.queue}},
+             "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                            "containers": [{"name": "probe", "image": "probe"}]}}}}
+    created = objects.create(probe, dry_run="All")
+    return bool(created.to_dict()["spec"].get("suspend"))
 
 
 def _metrics_certificate(certificates: Path) -> None:
