@@ -420,9 +420,9 @@ def test_the_plugin_images_own_cmp_server_serves_the_repo_server_as_its_sidecar(
             for app in (APP, OTHER_APP):
                 live.synced(app, repo.head())
             synced = time.monotonic()
-            [server] = [p for p in cluster_processes(cluster.home) if p.name == "argocd-cmp-serv"]
-            assert server.argv[0] == plugin_sidecar.BINARY
-            server = server.pid
+            [cmp_server] = [p for p in cluster_processes(cluster.home) if p.name == "argocd-cmp-serv"]
+            assert cmp_server.argv[0] == plugin_sidecar.BINARY
+            server = cmp_server.pid
             inside = Path(f"/proc/{server}/root")
             assert os.stat(f"/proc/{server}").st_uid == plugin_sidecar.UID
             assert (inside / "home/argocd/cmp-server/config/plugin.yaml").read_bytes() == \
