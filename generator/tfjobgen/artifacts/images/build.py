@@ -144,6 +144,7 @@ def deps(steps: Steps, label: str, extras: tuple[str, ...], below: Stage) -> Sta
                      "--break-system-packages", "--root-user-action=ignore", "-c", "/srv/constraints.txt", *wanted]},
             {"run": ["python3", "-m", "compileall", "-q", "-j", "2", "--invalidation-mode", "unchecked-hash", SITE]},
         ])
+        _leave_out_unused(staged / "tree" / SITE.lstrip("/"))
         steps.stage("deps: layer")
         size = rootfs.layer_tar(steps, staged / "tree", staged / "layer.tar")
         oci.add_layer(steps, staged / "layout", STAGE_TAG, staged / "layer.tar", recipe.BASE_EPOCH,
@@ -153,6 +154,13 @@ def deps(steps: Steps, label: str, extras: tuple[str, ...], below: Stage) -> Sta
         return _finish_stage(staged, target, f"deps-{label}", packages, below.layer_bytes() + [size])
     finally:
         shutil.rmtree(staged, ignore_errors=True)
+
+
+def _leave_out_unused(site: Path) -> None:
+    """recipe.UNUSED, removed from the layer's own files (the overlay's upper folder) before it is archived."""
+    for pattern in recipe.UNUSED:
+        for path in sorted(site.glob(pattern)):
+            shutil.rmtree(path)
 
 
 def _pip() -> list[str]:

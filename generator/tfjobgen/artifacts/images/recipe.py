@@ -38,6 +38,11 @@ ARGOCD_USER = 999  # Argo CD runs plugin sidecars as its argocd user
 PIP = "pip==25.3"  # runs from its wheel in the chroot: no pip in the images
 PYTHON = "3.11"  # bookworm's python3: the wheels' cp311 tags
 SITE_PACKAGES = f"/usr/local/lib/python{PYTHON}/dist-packages"
+# What the dependencies install that no task uses, left out of the dependency layers (globs in SITE_PACKAGES):
+# TensorFlow's C++ headers, 287 MB, for compiling custom ops (tf.sysconfig.get_include()). A fifth less for
+# every node to unpack (docs/images.md). libclang (62 MB, which tensorflow-cpu requires for its own code
+# generators) stays: the runtime image's `pip check` holds every requirement installed.
+UNUSED = ("tensorflow/include",)
 
 
 def _wheel_sources() -> tuple[str, ...]:
@@ -117,7 +122,7 @@ def base_key() -> str:
 
 def deps_key(extras: tuple[str, ...], repo: Path = REPO) -> str:
     return digest(("base", base_key()), ("requirements", "\n".join(requirements(extras, repo))),
-                  ("constraints", (repo / "constraints.txt").read_bytes()), ("pip", PIP))
+                  ("constraints", (repo / "constraints.txt").read_bytes()), ("pip", PIP), ("unused", "\n".join(UNUSED)))
 
 
 def runtime_key(command: tuple[str, ...], repo: Path = REPO) -> str:
