@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -116,17 +117,56 @@ def _validator(schema_json: str):
 
 
 def builtin_errors(obj: dict) -> list[str] | None:
-    """Errors of a built-in object under kubernetes-validate --strict (None: it has no schema for it)."""
-    import kubernetes_validate
+    """Errors of a built-in object under kubernetes-validate --strict (None: it has no schema for it): the first
+    error, as kubernetes_validate.validate raises it."""
+    validator = _builtin_validator(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    if validator is None:
+        return None
+    error = next(iter(validator.iter_errors(obj)), None)
+    if error is None:
+        return []
+    return [f"{'.'.join(str(p) for p in error.path) or '(root)'}: {error.message}"]
+
+
+# kubernetes_validate.validate finds, reads and parses its schemas again for every object, the 1.3 MB of
+# shared definitions included: about 110 objects a second. These are the same schemas under the same draft,
+# each read and compiled once per process (tests/gitops/test_crds.py holds the two to one verdict).
+_GROUP_DOMAIN = re.compile(r"^([^./]*)(?:\.[^/]*)?/")  # rbac.authorization.k8s.io/v1 -> rbac-v1, as its files are named
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin_validator(api_version: str, kind: str):
+    import jsonschema
+    from referencing import Registry, Resource
+
+    folder = _strict_schemas()
+    group_version = _GROUP_DOMAIN.sub(r"\1-", api_version)
+    schema = _schema_file(f"{folder}/{kind.lower()}-{group_version}.json")
+    if schema is None:
+        return None
+    registry = Resource.from_contents(_schema_file(f"{folder}/_definitions.json")) @ (
+        Resource.from_contents(schema) @ Registry())
+    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+
+
+@functools.lru_cache(maxsize=None)
+def _strict_schemas() -> str:
+    """kubernetes-validate's folder of strict schemas for KUBERNETES_VERSION: its newest release not newer."""
+    from kubernetes_validate import utils
+
+    wanted = utils.major_minor(KUBERNETES_VERSION)
+    release = [v for v in utils.all_versions() if utils.major_minor(v) <= wanted][-1]
+    return f"kubernetes-json-schema/v{release}-local-strict"
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_file(name: str) -> dict | None:
+    from kubernetes_validate import utils
 
     try:
-        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
-    except kubernetes_validate.SchemaNotFoundError:
+        return utils.schema_contents(name, KUBERNETES_VERSION)
+    except FileNotFoundError:
         return None
-    except kubernetes_validate.ValidationError as err:
-        path = ".".join(str(p) for p in err.path) or "(root)"
-        return [f"{path}: {err.message}"]
-    return []
 
 
 def validate(objects: list[dict], schemas: dict | None = None) -> list[tuple[dict, str, str]]:
