@@ -44,7 +44,8 @@ def one_run(work: Path, jobs: int, place: bool) -> tuple[float, list[tuple[str, 
             synthetic.write_repo(work / "synthetic", jobs)
             shutil.rmtree(repo.path / "jobs")
             shutil.copytree(work / "synthetic" / "jobs", repo.path / "jobs")
-            shutil.rmtree(repo.path / "argocd")  # its AppProject does not list the synthetic teams' namespaces
+            synthetic.run_every_namespace(repo.path)
+            synthetic.admit_every_team(repo.path)
             repo.hydrate()
             repo.commit(f"{jobs} synthetic jobs")
         if place:

@@ -57,8 +57,8 @@ def main(argv: list[str]) -> int:
         print(f"check_output: {crd_dir}: no CustomResourceDefinition found", file=sys.stderr)
         return 1
     paths = [str(p) for p in sorted(rendered.rglob("*.yaml"))]
-    # One share of the files per core: kubernetes-validate checks about 110 objects a second on one, and a
-    # thousand jobs make twenty thousand objects (docs/benchmarks.md, "The jobs pipeline under act").
+    # One share of the files per core: a core checks about 600 objects a second, and a thousand jobs make
+    # twenty thousand objects (docs/benchmarks.md, "The jobs pipeline under act").
     workers = max(1, min(os.cpu_count() or 1, len(paths)))
     shares = [paths[n::workers] for n in range(workers)]
     with ProcessPoolExecutor(workers) as pool:

@@ -1,6 +1,7 @@
 """A repository of many jobs, made from this repository's own, for benchmarks and scale tests.
 
     write_repo(root, jobs=1000)
+    run_every_namespace(root); admit_every_team(root)   # for a copy of a repository that routes namespaces
 
 writes, under root: this repository's bases/, overlays/ and plugins/ (both real
 overlays: seed-80c expands the jobs untouched, prod-96c patches two of them and
@@ -25,6 +26,7 @@ from .sample import REPO, SAMPLE
 SEED = 20261123
 TEAMS = 20
 COPIED = ("bases", "overlays", "plugins")
+CLUSTERS = ("seed-80c", "prod-96c")  # the sample's overlays
 
 
 def _templates() -> list[dict]:
@@ -54,6 +56,13 @@ def variant(template: dict, index: int, rng: random.Random) -> dict:
         spec["roles"]["worker"]["cpu"] = rng.choice(["500m", "1500m", 3])
     image, _, tag = spec["image"].rpartition(":")
     spec["image"] = f"{image}:{tag}.{index % 5}"
+    model_dir = (spec.get("training") or {}).get("modelDir", "")
+    if "://" in model_dir:
+        # A checkpoint folder of its own, on one cluster: the overlays give only the original its second folder,
+        # and two clusters writing one folder are refused. Not drawn from `rng`, so the other draws stay as they were.
+        meta = job["metadata"]
+        spec["training"]["modelDir"] = f"{model_dir.rstrip('/')}/{meta['namespace']}/{meta['name']}"
+        spec["clusters"] = [CLUSTERS[index % len(CLUSTERS)]]
     return job
 
 
@@ -76,6 +85,23 @@ def job_texts(jobs: int, seed: int = SEED, originals: tuple[str, ...] | None = N
     return texts
 
 
+def run_every_namespace(root: Path) -> None:
+    """The variants are spread over twenty teams of their own: every cluster of root's overlays runs every
+    namespace (their profiles' spec.namespaces, the sample's two, would leave the variants on none)."""
+    for profile in (root / "overlays").glob("*/cluster-profile.yaml"):
+        profile.write_text(re.sub(r"(?m)^  namespaces: .*\n", "", profile.read_text()))
+
+
+def admit_every_team(root: Path) -> None:
+    """root's AppProject (argocd/base/project.yaml) admits the variants' teams on every cluster, as a platform
+    team adds a destination per team; without them `diff` refuses every variant's namespace."""
+    path = root / "argocd" / "base" / "project.yaml"
+    project = yaml.safe_load(path.read_text())
+    project["spec"]["destinations"] += [{"name": cluster, "namespace": f"team-{team:02d}"}
+                                        for cluster in CLUSTERS for team in range(TEAMS)]
+    path.write_text(yaml.safe_dump(project, sort_keys=False))
+
+
 def write_repo(root: Path, jobs: int = 1000, seed: int = SEED, originals: tuple[str, ...] | None = None) -> Path:
     """A repository at root with `jobs` job files and this repository's overlays; returns root.
 
@@ -85,9 +111,7 @@ def write_repo(root: Path, jobs: int = 1000, seed: int = SEED, originals: tuple[
     for name in COPIED:
         source = REPO if name == "plugins" else SAMPLE  # the tool's plugin, the sample's data
         shutil.copytree(source / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for profile in (root / "overlays").glob("*/cluster-profile.yaml"):
-        # The variants are spread over twenty teams of their own: every cluster runs every namespace.
-        profile.write_text(re.sub(r"(?m)^  namespaces: .*\n", "", profile.read_text()))
+    run_every_namespace(root)
     folder = root / "jobs"
     folder.mkdir()
     texts = job_texts(jobs, seed, originals)
