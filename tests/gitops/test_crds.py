@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, TESTS
+from conftest import SAMPLE, TESTS
 
 from tfjobgen.gitops import crds
 from tfjobgen.inputs.problems import InvalidInput
@@ -64,11 +64,12 @@ def _broken(obj: dict):
 
 def test_a_built_in_kind_gets_kubernetes_validates_own_verdict():
     """builtin_errors compiles each schema once; kubernetes_validate.validate, which reads them for every object,
-    is the reference: one object of each built-in kind rendered/ holds, valid and broken, and kinds it lacks."""
+    is the reference: one object of each built-in kind the sample's rendered/ holds, valid and broken, and kinds it
+    lacks. (The sample's, not the repository's: another team's repository runs this tier on its own rendered/.)"""
     import kubernetes_validate
 
     kinds = {}
-    for path in sorted((REPO / "rendered").rglob("*.yaml")):
+    for path in sorted((SAMPLE / "rendered").rglob("*.yaml")):
         for obj in yaml.safe_load_all(path.read_text(encoding="utf-8")):
             if isinstance(obj, dict) and crds.crd_errors(obj, {}) is None:
                 kinds.setdefault((obj["apiVersion"], obj["kind"]), obj)
