@@ -122,7 +122,8 @@ def base_key() -> str:
 
 def deps_key(extras: tuple[str, ...], repo: Path = REPO) -> str:
     return digest(("base", base_key()), ("requirements", "\n".join(requirements(extras, repo))),
-                  ("constraints", (repo / "constraints.txt").read_bytes()), ("pip", PIP), ("unused", "\n".join(UNUSED)))
+                  ("constraints", (repo / "constraints.txt").read_bytes()), ("pip", PIP),
+                  ("unused", "\n".join(UNUSED)))
 
 
 def runtime_key(command: tuple[str, ...], repo: Path = REPO) -> str:
